@@ -1,0 +1,29 @@
+# nmtvariants: from raw corpora to the four studies' tables.
+#   snakemake --cores all                                  # the embedded default (config.yaml)
+#   snakemake --cores 8 results/tables/<table>.md          # one table and only what it needs
+#   snakemake --profile profiles/slurm --configfile experiments/<paper>.yaml
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+from nmtvariants.config import check_config
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
+validate(config, "schemas/config.schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/toyworld.smk"
+include: "rules/tables.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_tables(),

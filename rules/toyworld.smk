@@ -1,0 +1,29 @@
+# The embedded default corpus, generated from a fixed seed (same seed -> byte-identical files).
+
+
+rule toyworld:
+    output:
+        texts=expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS),
+        parses=expand("data/toyworld/raw/{split}.en.conllu", split=SPLITS),
+        alignments=expand(
+            "data/toyworld/raw/{split}.en-{tgt}.align", split=SPLITS, tgt=TOY_TARGETS
+        ),
+        image_splits=expand("data/toyworld/image_splits/{split}.txt", split=SPLITS),
+        images=directory("data/toyworld/images"),
+        contrawsd="data/toyworld/contrawsd/en-de.json",
+    params:
+        seed=config["toyworld"]["seed"],
+        sizes=config["toyworld"]["sizes"],
+        image_size=config["toyworld"]["image_size"],
+    log:
+        "logs/toyworld.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/nmtvariants.yaml"
+    shell:
+        "nmtvariants toyworld --outdir data/toyworld --seed {params.seed}"
+        " --train {params.sizes[train]} --valid {params.sizes[valid]} --test {params.sizes[test]}"
+        " --image-size {params.image_size} > {log} 2>&1"

@@ -1,0 +1,3 @@
+from nmtvariants.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""Configuration validation with messages that name the offending key's path.
+
+Snakemake's own ``validate`` reports a schema violation without saying *where* it is; for a nested
+research config that is the most useful part, so we check first with jsonschema and report
+``experiments.baseline.train.max_updates: 'x' is not of type 'integer'``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from nmtvariants.errors import ConfigError
+
+
+def key_path(error: jsonschema.ValidationError) -> str:
+    """Dotted path of the config key an error is about (list items as ``[i]``)."""
+    parts: list[str] = []
+    for part in error.absolute_path:
+        parts.append(f"[{part}]" if isinstance(part, int) else f".{part}")
+    path = "".join(parts).lstrip(".")
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        unknown = ", ".join(f"{path + '.' if path else ''}{name}" for name in extra)
+        return unknown or path or "<top level>"
+    return path or "<top level>"
+
+
+def load_schema(schema_path: str | Path) -> dict[str, Any]:
+    with open(schema_path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def check_config(config: dict[str, Any], schema_path: str | Path, source: str = "config") -> None:
+    """Raise :class:`ConfigError` listing every violation with the key's path."""
+    schema = load_schema(schema_path)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if not errors:
+        return
+    lines = []
+    for error in errors:
+        message = error.message
+        if error.validator == "additionalProperties":
+            message = "unknown key (check the spelling against config.yaml and the schema)"
+        lines.append(f"  {key_path(error)}: {message}")
+    raise ConfigError(f"invalid {source} ({schema_path}):\n" + "\n".join(lines))

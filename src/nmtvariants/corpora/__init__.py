@@ -1,0 +1,1 @@
+"""Corpora: downloads (mirror, sha256, retries, atomic), format readers, the toyworld generator."""

@@ -1,0 +1,1 @@
+"""Vocabulary, binarised datasets and token-bucket batching."""

@@ -1,0 +1,1 @@
+"""Metrics: sacreBLEU/chrF/TER, tokenised BLEU, bootstrap significance, ContraWSD, AER."""

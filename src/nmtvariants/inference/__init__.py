@@ -1,0 +1,1 @@
+"""Batched incremental beam search and the forced-decoding scorer."""

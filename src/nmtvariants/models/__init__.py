@@ -1,0 +1,1 @@
+"""One Transformer with switches for every variant of the four studies."""

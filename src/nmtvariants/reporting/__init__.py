@@ -1,0 +1,1 @@
+"""Tables (csv + markdown) and figures built from the stages' JSON and text outputs."""

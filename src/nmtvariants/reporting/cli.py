@@ -1,0 +1,29 @@
+"""Sub-commands that aggregate stage outputs into tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nmtvariants.reporting.data_statistics import text_statistics
+from nmtvariants.reporting.tables import write_table
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "data-stats", help="sentences, tokens and types per split and language"
+    )
+    parser.add_argument("texts", nargs="+", type=Path, help="files named <split>.<lang>")
+    parser.add_argument("--corpus", default="corpus", help="corpus name for the title")
+    parser.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
+    parser.set_defaults(func=run_data_stats)
+
+
+def run_data_stats(args: argparse.Namespace) -> None:
+    frame = text_statistics(args.texts)
+    write_table(
+        frame,
+        args.out,
+        title=f"Data statistics: {args.corpus}",
+        notes="Tokens are whitespace-separated words of the raw text.",
+    )

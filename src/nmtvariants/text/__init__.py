@@ -1,0 +1,1 @@
+"""Text processing: Moses steps (sacremoses), transliteration, joint BPE (subword-nmt), inverse chain."""

@@ -1,0 +1,1 @@
+"""Trainer (AMP, delayed updates, DDP), Noam schedule, losses, checkpoints, averaging."""

@@ -190,7 +190,9 @@ def fetch(
         sources.extend(remote.urls)
     attempts: list[Attempt] = []
     if mirror and not remote.mirror:
-        attempts.append(Attempt(f"mirror {mirror}", "this file has no mirror path in the catalogue"))
+        attempts.append(
+            Attempt(f"mirror {mirror}", "not in the mirror layout (no mirror path in the catalogue)")
+        )
 
     for source in sources:
         for attempt in range(max(1, retries)):
@@ -205,7 +207,7 @@ def fetch(
                 digest = _verify(remote, tmp, source)
                 os.replace(tmp, target)
                 attempts.append(Attempt(source, "ok"))
-                log.info("fetched %s from %s", remote.name, source)
+                log.debug("fetched %s from %s", remote.name, source)
                 return FetchResult(target, source, digest, attempts)
             except _Missing as error:
                 attempts.append(Attempt(source, str(error)))

@@ -195,7 +195,7 @@ def extract_recipe(
                         out.write("\n")
                         count += 1
             counts[output] = count
-            log.info("%s: %d lines", output, count)
+            log.debug("%s: %d lines", output, count)
         _check_counts(dest, counts, expected)
         for output in counts:
             final = dest / output

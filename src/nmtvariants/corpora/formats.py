@@ -131,6 +131,9 @@ def read_wmt_xml(stream: IO[bytes], name: str, field: str) -> Iterator[str]:
         fields = WMTXMLDataset._unwrap_wmt21_or_later(io.BytesIO(data))
     except Exception as error:  # lxml raises its own XMLSyntaxError; sacreBLEU asserts on layout
         raise InputError(f"{name}: not a readable WMT XML test set ({error})") from None
+    references = sorted(key for key in fields if key.startswith("ref:"))
+    if field == "ref" and "ref" not in fields and len(references) == 1:
+        field = references[0]  # one translator: "ref" means that translator's reference
     if field not in fields:
         raise InputError(f"{name}: field {field!r} not in the test set; available: {sorted(fields)}")
     for value in fields[field]:

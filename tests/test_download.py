@@ -68,7 +68,7 @@ def test_local_folder_mirror_gives_multi30k_with_manifest(tmp_path: Path, shared
 
 def test_url_prefix_mirror_uses_the_mirrored_plain_text(tmp_path: Path, http_mirror: str) -> None:
     manifest = download_corpus("wmt14/full:en-de", tmp_path, mirror=http_mirror, retries=1)
-    assert manifest["recipe"] == "mirror"
+    assert manifest["recipe"] == "mirror-layout"
     assert all(s["source"].startswith(http_mirror) for s in manifest["sources"])
     assert manifest["outputs"]["newstest2014-full.en"] == {"lines": 3003, "sha256": NEWSTEST2014_EN_SHA}
     assert manifest["outputs"]["newstest2014-full.de"] == {"lines": 3003, "sha256": NEWSTEST2014_DE_SHA}

@@ -277,13 +277,13 @@ def download_corpus(
     dest = Path(dest)
     downloads = dest / DOWNLOADS
     options = {"retries": retries, "backoff": backoff, "max_backoff": max_backoff, "timeout": timeout}
-    recipe, which, fetched = corpus.recipe, "upstream", None
+    recipe, which, fetched = corpus.recipe, "upstream-layout", None
     if mirror and corpus.mirror_recipe is not None:
         try:
             fetched = fetch_recipe(
                 corpus.mirror_recipe, downloads, mirror=mirror, mirror_only=True, **options
             )
-            recipe, which = corpus.mirror_recipe, "mirror"
+            recipe, which = corpus.mirror_recipe, "mirror-layout"
         except MissingResourceError as error:
             log.info("%s: mirror form not available (%s); using the upstream files", corpus.name, error)
     if fetched is None:

@@ -26,6 +26,7 @@ from typing import IO
 from nmtvariants.corpora.catalogue import Extract, Recipe
 from nmtvariants.corpora.formats import read_stream
 from nmtvariants.errors import InputError
+from nmtvariants.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,7 @@ def extract_recipe(
                 unpack_archive(downloads / extracts[0].file, tmp / output)
                 counts[output] = -1
                 continue
-            with open(tmp / output, "w", encoding="utf-8", newline="\n") as out:
+            with atomic_write(tmp / output) as out:
                 count = 0
                 for extract in extracts:
                     for line in extract_lines(downloads / extract.file, extract):

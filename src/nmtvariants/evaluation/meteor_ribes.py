@@ -84,6 +84,7 @@ LEXNAMES_WN30 = [
     "verb.weather",
     "adj.ppl",
 ]
+_READERS: dict[str, Any] = {}
 _SYNTACTIC_CATEGORY = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
 
@@ -139,11 +140,15 @@ def load_wordnet(data_dir: PathLike | None = None, wordnet_dir: PathLike = DEBIA
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     root = prepare_wordnet(data_dir, wordnet_dir).resolve()
+    if str(root) in _READERS:  # parsing WordNet takes seconds; one reader per folder and process
+        return _READERS[str(root)]
     if str(root) not in nltk.data.path:
         nltk.data.path.append(str(root))
     with warnings.catch_warnings():  # "multilingual functions are not available": no OMW, as intended
         warnings.simplefilter("ignore", UserWarning)
-        return WordNetCorpusReader(str(root / "corpora" / "wordnet"), None)
+        reader = WordNetCorpusReader(str(root / "corpora" / "wordnet"), None)
+    _READERS[str(root)] = reader
+    return reader
 
 
 def token_splitter(lang: str, tokenize: str | None = None) -> Callable[[str], list[str]]:
@@ -173,11 +178,17 @@ def meteor(
     for index, hyp in enumerate(hyps):
         total += meteor_score([split(ref[index]) for ref in refs], split(hyp), wordnet=wordnet)
     score = 100.0 * total / max(len(hyps), 1)
-    return {
+    record: dict[str, Any] = {
         "score": score,
         "signature": f"nltk-meteor|wordnet:{wordnet.get_version()}|tok:{tokenize or default_tokenizer(lang)}"
         "|alpha:0.9|beta:3.0|gamma:0.5|case:lc|corpus:mean-of-sentences",
     }
+    if lang.lower().split("-")[0] != "en":
+        record["note"] = (
+            "NLTK METEOR stems (Porter) and synonyms (WordNet) are English; on this target language "
+            "they add few, possibly spurious matches (Meteor 1.5 has per-language modules)"
+        )
+    return record
 
 
 def ribes(

@@ -69,7 +69,8 @@ def test_ribes_reproduces_the_nltk_documented_value() -> None:
     hyp1 = "It is a guide to action which ensures that the military always obeys the commands of the party"
     ref1 = [
         "It is a guide to action that ensures that the military will forever heed Party commands",
-        "It is the guiding principle which guarantees the military forces always being under the command of the Party",
+        "It is the guiding principle which guarantees the military forces always being under the "
+        "command of the Party",
         "It is the practical guide for the army always to heed the directions of the party",
     ]
     hyp2 = "he read the book because he was interested in world history"

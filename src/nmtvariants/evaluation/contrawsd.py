@@ -193,7 +193,11 @@ def score_testset(
 
 
 def categories_csv(result: dict[str, Any]) -> str:
-    """The upstream CSV block: ``category,absfrequency,relfrequency,accuracy``."""
+    """The upstream CSV block: ``category,absfrequency,relfrequency,accuracy``.
+
+    Byte-identical to upstream's ``print`` output except that a category containing a comma or a
+    double quote is CSV-quoted, so pandas reads every row (upstream would split it into columns).
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["category", "absfrequency", "relfrequency", "accuracy"])

@@ -19,6 +19,7 @@ from nmtvariants.errors import NMTVariantsError
 COMMAND_MODULES: list[str] = [
     "nmtvariants.reporting.cli",
     "nmtvariants.corpora.cli",
+    "nmtvariants.evaluation.cli",
 ]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,7 @@ from nmtvariants.corpora.alignments import (
     read_talp,
     read_wpt,
 )
-from nmtvariants.corpora.contrawsd import (
-    expand_pairs,
-    group_sizes,
-    read_contrawsd_json,
-    read_wmt18_suite,
-)
+from nmtvariants.corpora.contrawsd import read_wmt18_suite
 from nmtvariants.corpora.download import download_corpus
 from nmtvariants.corpora.europarl import intersect_files, pivot_intersection
 from nmtvariants.errors import InputError
@@ -79,40 +73,6 @@ CONTRAWSD = [
         "origin": "newstest2012",
     },
 ]
-
-
-def test_contrawsd_expansion_in_upstream_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "de-en.final.json"
-    path.write_text(json.dumps(CONTRAWSD, ensure_ascii=False, indent=1), encoding="utf-8")
-    items = read_contrawsd_json(path)
-    expected = [
-        ("Die Schlange ist lang.", "The queue is long."),
-        ("Die Schlange ist lang.", "The snake is long."),
-        ("Die Schlange ist lang.", "The serpent is long."),
-        ("Er sitzt auf der Bank.", "He sits on the bench."),
-        ("Er sitzt auf der Bank.", "He sits on the bank."),
-    ]
-    assert list(expand_pairs(items)) == expected
-    assert group_sizes(items) == [3, 2]
-    assert (items[0].sense_frequency, items[0].word_frequency, items[0].category) == (
-        120,
-        900,
-        "Schlange:queue|line",
-    )
-    assert (items[1].sense_frequency, items[1].origin) == (15, "newstest2012")
-    src, tgt = tmp_path / "pairs.de", tmp_path / "pairs.en"
-    assert main(["contrawsd-expand", str(path), "--src-out", str(src), "--tgt-out", str(tgt)]) == 0
-    assert list(zip(read_lines(src), read_lines(tgt), strict=True)) == expected
-
-
-def test_contrawsd_bad_input_is_reported(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.json"
-    bad.write_text('[{"source": "a",\n "reference": }]', encoding="utf-8")
-    with pytest.raises(InputError, match=r"bad\.json:2: invalid JSON"):
-        read_contrawsd_json(bad)
-    bad.write_text(json.dumps([{"source": "a", "reference": "b"}]), encoding="utf-8")
-    with pytest.raises(InputError, match=r"element 0: missing key\(s\) \['errors'\]"):
-        read_contrawsd_json(bad)
 
 
 def test_wmt18_suite_reader_on_real_files(shared_data: Path) -> None:

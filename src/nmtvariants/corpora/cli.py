@@ -1,4 +1,4 @@
-"""Sub-commands: ``download``, ``contrawsd-expand``, ``europarl-intersect``."""
+"""Sub-commands: ``download``, ``europarl-intersect``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from nmtvariants.corpora.catalogue import list_corpora
-from nmtvariants.corpora.contrawsd import write_expanded
 from nmtvariants.corpora.download import download_corpus
 from nmtvariants.corpora.europarl import intersect_files
 from nmtvariants.errors import ConfigError
@@ -29,15 +28,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     download.add_argument("--timeout", type=float, default=60.0, help="network timeout in seconds")
     download.add_argument("--list", action="store_true", help="list the catalogue and exit")
     download.set_defaults(func=run_download)
-
-    expand = subparsers.add_parser(
-        "contrawsd-expand",
-        help="expand a ContraWSD JSON into (source, candidate) pairs in upstream order",
-    )
-    expand.add_argument("json", type=Path)
-    expand.add_argument("--src-out", type=Path, required=True)
-    expand.add_argument("--tgt-out", type=Path, required=True)
-    expand.set_defaults(func=run_contrawsd_expand)
 
     europarl = subparsers.add_parser(
         "europarl-intersect",
@@ -81,11 +71,6 @@ def run_download(args: argparse.Namespace) -> None:
     )
     summary = {name: entry.get("lines") for name, entry in manifest["outputs"].items()}
     print(json.dumps({"corpus": manifest["corpus"], "outputs": summary}), file=sys.stderr)
-
-
-def run_contrawsd_expand(args: argparse.Namespace) -> None:
-    count = write_expanded(args.json, args.src_out, args.tgt_out)
-    print(f"{count} pairs", file=sys.stderr)
 
 
 def run_europarl_intersect(args: argparse.Namespace) -> None:

@@ -8,17 +8,17 @@ for _name, _corpus in DOWNLOADED_CORPORA.items():
             f"download_{_name}"
         output:
             raw_files(_name),
-        params:
-            source=_corpus["source"],
-            dest=f"data/{_name}/raw",
-            mirror=f"--mirror {config['mirror']}" if config.get("mirror") else "",
         log:
             f"logs/download/{_name}.log",
+        conda:
+            "../envs/nmtvariants.yaml"
         threads: 1
         resources:
             mem_mb=2000,
             runtime=240,
-        conda:
-            "../envs/nmtvariants.yaml"
+        params:
+            source=_corpus["source"],
+            dest=f"data/{_name}/raw",
+            mirror=f"--mirror {config['mirror']}" if config.get("mirror") else "",
         shell:
             "nmtvariants download {params.source} --dest {params.dest} {params.mirror} > {log} 2>&1"

@@ -2,28 +2,27 @@
 # Layout: data/<corpus>/tok/<split>.<lang> (pair-independent), then data/<corpus>/<src>-<tgt>/<stage>/.
 
 
-def translit_langs(wildcards):
-    pair_langs = wildcards.pair.split("-") if "pair" in wildcards.keys() else [wildcards.src, wildcards.tgt]
-    return [lang for lang in preprocess_setting(wildcards, "bpe", "translit") if lang in pair_langs]
-
-
 rule tokenize:
     input:
         "data/{corpus}/raw/{split}.{lang}",
     output:
         "data/{corpus}/tok/{split}.{lang}",
-    params:
-        lowercase=lambda wc: "--lowercase" if preprocess_setting(wc, "lowercase") else "",
-        aggressive=lambda wc: "-a" if preprocess_setting(wc, "aggressive_hyphen") else "",
-        escape=lambda wc: "" if preprocess_setting(wc, "escape") else "--no-escape",
     log:
         "logs/tokenize/{corpus}/{split}.{lang}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 2
     resources:
         mem_mb=2000,
         runtime=120,
-    conda:
-        "../envs/text.yaml"
+    params:
+        lowercase=lambda wc: (
+            "--lowercase" if preprocess_setting(wc, "lowercase") else ""
+        ),
+        aggressive=lambda wc: (
+            "-a" if preprocess_setting(wc, "aggressive_hyphen") else ""
+        ),
+        escape=lambda wc: "" if preprocess_setting(wc, "escape") else "--no-escape",
     shell:
         "(nmtvariants normalize -l {wildcards.lang} {params.lowercase} -j {threads} {input}"
         " | nmtvariants tokenize -l {wildcards.lang} {params.aggressive} {params.escape}"
@@ -38,18 +37,18 @@ rule clean:
         src="data/{corpus}/{src}-{tgt}/clean/train.{src}",
         tgt="data/{corpus}/{src}-{tgt}/clean/train.{tgt}",
         report="data/{corpus}/{src}-{tgt}/clean/drops.json",
-    params:
-        min=lambda wc: preprocess_setting(wc, "clean", "min"),
-        max=lambda wc: preprocess_setting(wc, "clean", "max"),
-        ratio=lambda wc: preprocess_setting(wc, "clean", "ratio"),
     log:
         "logs/clean/{corpus}/{src}-{tgt}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=60,
-    conda:
-        "../envs/text.yaml"
+    params:
+        min=lambda wc: preprocess_setting(wc, "clean", "min"),
+        max=lambda wc: preprocess_setting(wc, "clean", "max"),
+        ratio=lambda wc: preprocess_setting(wc, "clean", "ratio"),
     shell:
         "nmtvariants clean --src-in {input.src} --tgt-in {input.tgt}"
         " --src-out {output.src} --tgt-out {output.tgt}"
@@ -64,21 +63,14 @@ rule truecase_train:
         "data/{corpus}/{pair}/truecase/model.{lang}",
     log:
         "logs/truecase_train/{corpus}/{pair}.{lang}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=120,
-    conda:
-        "../envs/text.yaml"
     shell:
         "nmtvariants truecase train --model {output} {input} > {log} 2>&1"
-
-
-def truecase_input(wildcards):
-    corpus = CORPORA[wildcards.corpus]
-    if wildcards.split == corpus["train"]:
-        return f"data/{wildcards.corpus}/{wildcards.pair}/clean/{wildcards.split}.{wildcards.lang}"
-    return f"data/{wildcards.corpus}/tok/{wildcards.split}.{wildcards.lang}"
 
 
 rule truecase_apply:
@@ -89,12 +81,12 @@ rule truecase_apply:
         "data/{corpus}/{pair}/tc/{split}.{lang}",
     log:
         "logs/truecase_apply/{corpus}/{pair}/{split}.{lang}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 2
     resources:
         mem_mb=2000,
         runtime=120,
-    conda:
-        "../envs/text.yaml"
     shell:
         "nmtvariants truecase apply --model {input.model} -j {threads} -o {output} {input.text} > {log} 2>&1"
 
@@ -107,29 +99,24 @@ rule bpe_learn:
         codes="data/{corpus}/{src}-{tgt}/bpe/codes",
         src_vocab="data/{corpus}/{src}-{tgt}/bpe/vocab.{src}",
         tgt_vocab="data/{corpus}/{src}-{tgt}/bpe/vocab.{tgt}",
-    params:
-        merges=lambda wc: preprocess_setting(wc, "bpe", "merges"),
-        translit=lambda wc: " ".join(f"--translit {lang}" for lang in translit_langs(wc)),
-        vocab_dir="data/{corpus}/{src}-{tgt}/bpe",
     log:
         "logs/bpe_learn/{corpus}/{src}-{tgt}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 1
     resources:
         mem_mb=4000,
         runtime=240,
-    conda:
-        "../envs/text.yaml"
+    params:
+        merges=lambda wc: preprocess_setting(wc, "bpe", "merges"),
+        translit=lambda wc: " ".join(
+            f"--translit {lang}" for lang in translit_langs(wc)
+        ),
+        vocab_dir="data/{corpus}/{src}-{tgt}/bpe",
     shell:
         "nmtvariants bpe learn --input {wildcards.src}={input.src} --input {wildcards.tgt}={input.tgt}"
         " -s {params.merges} --codes {output.codes} --vocab-dir {params.vocab_dir} {params.translit}"
         " > {log} 2>&1"
-
-
-def bpe_codes_for(wildcards):
-    """Transliterated pairs segment the other language with the Latin merges (<codes>.latin)."""
-    codes = f"data/{wildcards.corpus}/{wildcards.pair}/bpe/codes"
-    langs = translit_langs(wildcards)
-    return codes if not langs or wildcards.lang in langs else codes + ".latin"
 
 
 rule bpe_apply:
@@ -139,17 +126,17 @@ rule bpe_apply:
         vocab="data/{corpus}/{pair}/bpe/vocab.{lang}",
     output:
         "data/{corpus}/{pair}/bpe/{split}.{lang}",
-    params:
-        codes=bpe_codes_for,
-        threshold=lambda wc: preprocess_setting(wc, "bpe", "threshold"),
     log:
         "logs/bpe_apply/{corpus}/{pair}/{split}.{lang}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=120,
-    conda:
-        "../envs/text.yaml"
+    params:
+        codes=bpe_codes_for,
+        threshold=lambda wc: preprocess_setting(wc, "bpe", "threshold"),
     shell:
         "nmtvariants bpe apply --codes {params.codes} --vocab {input.vocab}"
         " --threshold {params.threshold} -o {output} {input.text} > {log} 2>&1"
@@ -163,12 +150,12 @@ rule network_vocab:
         "data/{corpus}/{src}-{tgt}/bpe/vocab.txt",
     log:
         "logs/network_vocab/{corpus}/{src}-{tgt}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../envs/text.yaml"
     shell:
         "nmtvariants vocab {input.src} {input.tgt} -o {output} > {log} 2>&1"
 
@@ -180,17 +167,19 @@ rule roundtrip:
         codes="data/{corpus}/{pair}/bpe/codes",
     output:
         "results/{corpus}/{pair}/roundtrip/{split}.{lang}.json",
-    params:
-        aggressive=lambda wc: "-a" if preprocess_setting(wc, "aggressive_hyphen") else "",
-        codes=bpe_codes_for,
     log:
         "logs/roundtrip/{corpus}/{pair}/{split}.{lang}.log",
+    conda:
+        "../envs/text.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=60,
-    conda:
-        "../envs/text.yaml"
+    params:
+        aggressive=lambda wc: (
+            "-a" if preprocess_setting(wc, "aggressive_hyphen") else ""
+        ),
+        codes=bpe_codes_for,
     shell:
         "nmtvariants roundtrip -l {wildcards.lang} {params.aggressive} --bpe-codes {params.codes}"
         " --truecase-train {input.truecase_train} --json {output} {input.text} > {log} 2>&1"

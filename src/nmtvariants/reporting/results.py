@@ -26,7 +26,7 @@ def scores_table(score_files: list[Path]) -> tuple[pd.DataFrame, dict[str, str]]
     rows, signatures = [], {}
     for path in score_files:
         record = read_scores_json(path)
-        experiment, pair, variant = (record["system"].split("/") + ["", "", ""])[:3]
+        experiment, pair, variant = [*record["system"].split("/"), "", "", ""][:3]
         row = {"experiment": experiment, "pair": pair, "variant": variant, "testset": record["testset"]}
         for metric, result in record["scores"].items():
             row[METRIC_LABELS.get(metric, metric)] = result["score"]

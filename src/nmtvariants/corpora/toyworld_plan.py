@@ -161,7 +161,7 @@ class PlanSampler:
             changes["size"] = _pick(rng, _ADJ_W["size"])
         if rng.random() < 0.6:
             changes["colour"] = _pick(rng, _ADJ_W["colour"])
-        if allow_material and rng.random() < 0.15:
+        if allow_material and np.entry.cls != "animal" and rng.random() < 0.15:
             changes["material"] = _pick(rng, _ADJ_W["material"])
         return dataclasses.replace(np, **changes)
 

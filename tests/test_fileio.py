@@ -61,3 +61,12 @@ def test_crlf_normalised_with_one_warning(tmp_path, caplog):
 def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="file not found"):
         list(read_lines(tmp_path / "nope.txt"))
+
+
+def test_atomic_write_gives_ordinary_permissions(tmp_path):
+    import os
+
+    write_lines(tmp_path / "p.txt", ["x"])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "p.txt").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -20,6 +20,7 @@ COMMAND_MODULES: list[str] = [
     "nmtvariants.reporting.cli",
     "nmtvariants.corpora.cli",
     "nmtvariants.evaluation.cli",
+    "nmtvariants.corpora.toyworld_cli",
 ]
 
 

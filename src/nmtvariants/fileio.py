@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 PathLike = str | os.PathLike[str]
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
@@ -50,6 +53,7 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
                 yield text
                 text.flush()
                 text.detach()
+        os.chmod(tmp_name, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

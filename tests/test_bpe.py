@@ -181,7 +181,7 @@ def flores_en_ru(shared_data: Path, tmp_path_factory) -> dict[str, Path]:
     return files
 
 
-RU_MERGES = 1500
+RU_MERGES = 1000
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +258,7 @@ def test_merges_learned_on_transliteration_apply_in_cyrillic(flores_en_ru, russi
                 used.add(bpe.bpe_codes_reverse[unit])
     used_cyrillic = {pair for pair in used
                      if bpe.bpe_codes[pair] < RU_MERGES and CYRILLIC.search("".join(pair))}
-    assert len(used_cyrillic) > 1000  # measured: 1169 of the 1500 mapped-back merges segment Russian words
+    assert len(used_cyrillic) > 750  # measured: 809 of the 1000 mapped-back merges segment Russian words
     # the segmentation has the structure learned on the transliteration: segmenting the Latin form
     # with the Latin codes gives the transliterated Cyrillic segmentation (measured: 1010 of 1012 lines;
     # the two others hide a Latin homoglyph inside a Russian word, "cлучаях", "aнтичных")
@@ -287,3 +287,15 @@ def test_cli_end_to_end(multi30k, tmp_path):
                          capture_output=True, text=True, check=True)
     assert run.stdout == "СЪешь ОБЪЕКТ\n"
     assert main(["bpe", "learn", "--input", "en", "-s", "10", "--codes", "c", "--vocab-dir", "d"]) == 2
+
+
+def test_gzip_training_files_give_the_same_codes(multi30k, tmp_path):
+    compressed = {}
+    for lang, path in multi30k.items():
+        compressed[lang] = tmp_path / f"train.{lang}.gz"
+        with gzip.open(compressed[lang], "wb") as out:
+            out.write(path.read_bytes())
+    plain = learn_joint_bpe(multi30k, 200, tmp_path / "plain" / "codes", tmp_path / "plain")
+    packed = learn_joint_bpe(compressed, 200, tmp_path / "packed" / "codes", tmp_path / "packed")
+    assert plain.codes["en"].read_bytes() == packed.codes["en"].read_bytes()
+    assert plain.vocab["de"].read_bytes() == packed.vocab["de"].read_bytes()

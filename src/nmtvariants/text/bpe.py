@@ -193,6 +193,13 @@ def vocab_path_for(vocab_out_dir: PathLike, lang: str) -> Path:
     return Path(vocab_out_dir) / f"vocab.{lang}"
 
 
+def _publish(source: Path, target: Path) -> None:
+    """Move a finished temporary file onto its final name atomically (any file system)."""
+    with open(source, "rb") as handle, atomic_write(target, "wb") as out:
+        shutil.copyfileobj(handle, out)
+    source.unlink()
+
+
 def _check_utf8(path: Path) -> None:
     """Find and report the first undecodable line (subword-nmt would fail with a bare traceback)."""
     for _ in read_lines(path):
@@ -301,24 +308,24 @@ def learn_joint_bpe(
         codes: dict[str, Path] = {}
         vocab: dict[str, Path] = {}
         if not translit:
-            shutil.move(learned_codes, codes_out)
+            _publish(learned_codes, codes_out)
             for lang, learned in zip(langs, learned_vocabs, strict=True):
                 vocab[lang] = vocab_path_for(vocab_dir, lang)
-                shutil.move(learned, vocab[lang])
+                _publish(learned, vocab[lang])
                 codes[lang] = codes_out
             return JointBPE(codes, vocab)
 
         latin_codes = latin_codes_path(codes_out)
         _write_mapped_back_codes(learned_codes, codes_out, [translit[lang] for lang in translit])
-        shutil.move(learned_codes, latin_codes)
+        _publish(learned_codes, latin_codes)
         for lang, learned in zip(langs, learned_vocabs, strict=True):
             vocab[lang] = vocab_path_for(vocab_dir, lang)
             if lang in translit:
-                shutil.move(learned, Path(str(vocab[lang]) + LATIN_SUFFIX))
+                _publish(learned, Path(str(vocab[lang]) + LATIN_SUFFIX))
                 true_counts(codes_out, sources[lang], vocab[lang])
                 codes[lang] = codes_out
             else:
-                shutil.move(learned, vocab[lang])
+                _publish(learned, vocab[lang])
                 codes[lang] = latin_codes
         return JointBPE(codes, vocab)
 

@@ -1,18 +1,18 @@
 """Sub-commands for the Moses-style text steps; each reads a file or stdin and writes a file or stdout.
 
-    nmtvariants normalize  -l LANG [IN] [-o OUT] [--lowercase] [--no-perl-parity] [-j N]
-    nmtvariants tokenize   -l LANG [IN] [-o OUT] [-a] [--no-escape] [-j N]
-    nmtvariants detokenize -l LANG [IN] [-o OUT] [--no-unescape] [-j N]
-    nmtvariants truecase train --model M [IN]
-    nmtvariants truecase apply --model M [IN] [-o OUT] [-j N]
-    nmtvariants truecase undo  [IN] [-o OUT]
-    nmtvariants segment    -l ja|zh [--method M] [IN] [-o OUT] [-j N]
-    nmtvariants clean --src-in A --tgt-in B --src-out A2 --tgt-out B2 [--min 1 --max 80 --ratio 9]
-                      [--report drops.json]
-    nmtvariants postprocess -l LANG [IN] [-o OUT] [--truecased] [--no-bpe] [--no-detokenize]
-                      [--no-repair] [--translit-reverse MODULE:FUNCTION] [-j N]
-    nmtvariants roundtrip -l LANG FILE --json OUT [--truecase-train RAW] [--no-normalize] [-a]
-                      [--bpe-codes CODES]
+nmtvariants normalize  -l LANG [IN] [-o OUT] [--lowercase] [--no-perl-parity] [-j N]
+nmtvariants tokenize   -l LANG [IN] [-o OUT] [-a] [--no-escape] [-j N]
+nmtvariants detokenize -l LANG [IN] [-o OUT] [--no-unescape] [-j N]
+nmtvariants truecase train --model M [IN]
+nmtvariants truecase apply --model M [IN] [-o OUT] [-j N]
+nmtvariants truecase undo  [IN] [-o OUT]
+nmtvariants segment    -l ja|zh [--method M] [IN] [-o OUT] [-j N]
+nmtvariants clean --src-in A --tgt-in B --src-out A2 --tgt-out B2 [--min 1 --max 80 --ratio 9]
+                  [--report drops.json]
+nmtvariants postprocess -l LANG [IN] [-o OUT] [--truecased] [--no-bpe] [--no-detokenize]
+                  [--no-repair] [--translit-reverse MODULE:FUNCTION] [-j N]
+nmtvariants roundtrip -l LANG FILE --json OUT [--truecase-train RAW] [--no-normalize] [-a]
+                  [--bpe-codes CODES]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The exact inverse of the preprocessing chain, applied to system output before scoring.
 
 Forward:  normalize -> tokenize [-> segment] -> truecase -> [transliterate] -> BPE
-Inverse:  remove BPE -> [map transliteration back] -> detruecase -> detokenize (joins CJK tokens too)
+Inverse:  remove BPE -> [map transliteration back] -> detruecase -> detokenize [-> desegment ja/zh]
 
 Normalisation has no inverse (it maps several characters to one); the design compares the
 detokenised output with the *raw* reference, so whatever normalisation changed stays a difference
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from nmtvariants.errors import ConfigError
 from nmtvariants.text.moses import Detokenizer
+from nmtvariants.text.segment import METHODS as SEGMENTED_LANGUAGES
+from nmtvariants.text.segment import desegment
 from nmtvariants.text.sharding import LineStep
 from nmtvariants.text.truecase import Detruecaser
 
@@ -92,4 +94,6 @@ class InverseChain:
             line = self._detokenize(line)
             if self.repair:
                 line = repair_detokenized(line)
+            if self.lang in SEGMENTED_LANGUAGES:
+                line = desegment(line)
         return line

@@ -71,9 +71,7 @@ def classify_mismatch(reference: str, output: str) -> str:
     return "+".join(_changed_kinds(reference, output)) or "other"
 
 
-def _tally(
-    pairs: Iterable[tuple[int, str, str, str]], total: int, max_examples: int
-) -> dict:
+def _tally(pairs: Iterable[tuple[int, str, str, str]], total: int, max_examples: int) -> dict:
     """Count identical lines, mismatch classes (and stages) and keep a few examples per class."""
     identical = 0
     classes: Counter = Counter()

@@ -8,8 +8,12 @@ BPE and for scoring. Back ends, all optional imports:
   installable segmenter, so BLEU on Japanese is comparable within this pipeline, not to the paper.
 * ``zh``: jieba (``pip install jieba``), or ``chars`` (every CJK character is a token; no dependency).
 
-The inverse is the Moses detokenizer with ``-l ja``/``-l zh``, which joins adjacent CJK tokens.
-Whitespace in the input separates tokens and is otherwise dropped, as with any tokenizer.
+The inverse is `desegment`: keep a space only between two letters or digits of an alphabetic script
+("iPhone 12") and drop all others. Moses' detokenizer alone is not enough: it joins ideographs but
+leaves spaces around full-width punctuation such as ``（``, ``，`` and ASCII punctuation. A space that
+the original had next to a CJK character or punctuation (``使用 Python``, ``Hello, world``) cannot be
+told apart from a segmentation space and is lost; scoring tokenises Chinese/Japanese anyway (sacreBLEU's zh /
+ja-mecab tokenizers), so this does not change scores.
 """
 
 from __future__ import annotations
@@ -27,10 +31,19 @@ METHODS = {"ja": ("mecab",), "zh": ("jieba", "chars")}
 
 # CJK ideographs (incl. extension A and compatibility), kana, CJK punctuation and full-width forms.
 _CJK_CHAR = (
-    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uf900-\ufaff\uff00-\uffef"
+    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 )
 _CHAR_TOKENS = re.compile(f"[{_CJK_CHAR}]|[^{_CJK_CHAR}\\s]+")
+# A space survives desegmentation only between two alphabetic-script letters or digits ("iPhone 12",
+# "New York"); every other space came from segmentation (CJK text is written without spaces).
+_WORD_CHAR = "A-Za-z0-9\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
+_WORD_CHAR_RE = re.compile(f"[{_WORD_CHAR}]")
+_SEGMENT_SPACE = re.compile(f"(?<![{_WORD_CHAR}]) +| +(?![{_WORD_CHAR}])")
+
+
+def desegment(line: str) -> str:
+    """Undo `Segmenter`: remove every space not between two alphabetic-script letters/digits."""
+    return _SEGMENT_SPACE.sub("", line)
 
 
 def _mecab() -> Callable[[str], list[str]]:
@@ -90,4 +103,23 @@ class Segmenter:
     def __call__(self, line: str) -> str:
         if self._split is None:
             self._split = _BACKENDS[self.method]()
-        return " ".join(token for token in self._split(line) if token.strip())
+        # Tokens that touch in the text across a letter/digit boundary ("C" "62", "5" "t") are glued
+        # back: the segmenters split such runs, and `desegment` could not restore them.
+        tokens: list[str] = []
+        position = 0
+        for token in self._split(line):
+            if not token.strip():
+                continue
+            start = line.find(token, position)
+            if (
+                tokens
+                and start == position
+                and _WORD_CHAR_RE.match(tokens[-1][-1])
+                and _WORD_CHAR_RE.match(token[0])
+            ):
+                tokens[-1] += token
+            else:
+                tokens.append(token)
+            if start >= 0:
+                position = start + len(token)
+        return " ".join(tokens)

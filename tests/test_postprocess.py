@@ -12,7 +12,13 @@ from subword_nmt.learn_bpe import learn_bpe
 from nmtvariants.errors import ConfigError
 from nmtvariants.fileio import read_lines
 from nmtvariants.text.moses import Tokenizer
-from nmtvariants.text.postprocess import InverseChain, load_callable, remove_bpe, repair_detokenized
+from nmtvariants.text.postprocess import (
+    InverseChain,
+    join_split_apostrophes,
+    load_callable,
+    remove_bpe,
+    repair_detokenized,
+)
 from nmtvariants.text.roundtrip import classify_mismatch, roundtrip_report
 
 
@@ -69,6 +75,17 @@ def test_repair_joins_slashes_and_clock_times() -> None:
         "Sulzbachweg/Kirchstraße at 10:30, 2012/13"
     )
     assert repair_detokenized("ratio: 3 to 1") == "ratio: 3 to 1"
+
+
+def test_split_apostrophes_rejoined_outside_english() -> None:
+    raw = "Es gibt's, sagt O'Malley: 'Hallo' und Paddy's Bar."
+    for lang in ("de", "cs"):
+        tokens = Tokenizer(lang)(raw)
+        assert "gibt &apos; s" in tokens and "O &apos; Malley" in tokens
+        assert join_split_apostrophes(tokens).count("&apos;s") == 2
+        assert InverseChain(lang, bpe=False, truecased=False)(tokens) == raw
+        # plain Moses cannot tell these apostrophes from quotation marks
+        assert InverseChain(lang, bpe=False, truecased=False, repair=False)(tokens) != raw
 
 
 def test_load_callable() -> None:

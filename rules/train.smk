@@ -12,7 +12,7 @@ rule train:
     log:
         "logs/train/{experiment}/{pair}/{variant}.log",
     benchmark:
-        "benchmarks/rules/train/{experiment}/{pair}/{variant}.tsv"
+        "logs/benchmarks/train/{experiment}/{pair}/{variant}.tsv"
     conda:
         "../envs/train.yaml"
     threads: lambda wc: EXPERIMENTS[wc.experiment]["resources"]["threads"]

@@ -21,6 +21,8 @@ COMMAND_MODULES: list[str] = [
     "nmtvariants.corpora.cli",
     "nmtvariants.evaluation.cli",
     "nmtvariants.corpora.toyworld_cli",
+    "nmtvariants.text.bpe_cli",
+    "nmtvariants.text.cli",
 ]
 
 

@@ -1,0 +1,247 @@
+"""Sub-commands for the Moses-style text steps; each reads a file or stdin and writes a file or stdout.
+
+nmtvariants normalize  -l LANG [IN] [-o OUT] [--lowercase] [--no-perl-parity] [-j N]
+nmtvariants tokenize   -l LANG [IN] [-o OUT] [-a] [--no-escape] [-j N]
+nmtvariants detokenize -l LANG [IN] [-o OUT] [--no-unescape] [-j N]
+nmtvariants truecase train --model M [IN]
+nmtvariants truecase apply --model M [IN] [-o OUT] [-j N]
+nmtvariants truecase undo  [IN] [-o OUT]
+nmtvariants segment    -l ja|zh [--method M] [IN] [-o OUT] [-j N]
+nmtvariants clean --src-in A --tgt-in B --src-out A2 --tgt-out B2 [--min 1 --max 80 --ratio 9]
+                  [--report drops.json]
+nmtvariants postprocess -l LANG [IN] [-o OUT] [--truecased] [--no-bpe] [--no-detokenize]
+                  [--no-repair] [--translit-reverse MODULE:FUNCTION] [-j N]
+nmtvariants roundtrip -l LANG FILE --json OUT [--truecase-train RAW] [--no-normalize] [-a]
+                  [--bpe-codes CODES]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from nmtvariants.errors import InputError, MissingResourceError
+from nmtvariants.fileio import atomic_write, decode_line, read_lines, write_lines
+from nmtvariants.text import clean as clean_module
+from nmtvariants.text.moses import Detokenizer, Normalizer, Tokenizer
+from nmtvariants.text.postprocess import InverseChain, load_callable
+from nmtvariants.text.roundtrip import roundtrip_report
+from nmtvariants.text.segment import METHODS, Segmenter
+from nmtvariants.text.sharding import LineStep, map_lines
+from nmtvariants.text.truecase import Detruecaser, Truecaser, train_truecaser
+
+log = logging.getLogger(__name__)
+
+STDIO = "-"
+
+
+def _read(path: str) -> Iterator[str]:
+    """Lines of a file, or of stdin for "-", decoded strictly with file/line/offset on error."""
+    if path != STDIO:
+        yield from read_lines(path)
+        return
+    warned = False
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        raw = raw.removesuffix(b"\n")
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+            if not warned:
+                log.warning("<stdin>: CRLF line ends normalised to LF")
+                warned = True
+        yield decode_line(raw, "<stdin>", number)
+
+
+def _write(path: str, lines: Iterable[str]) -> int:
+    if path != STDIO:
+        return write_lines(path, lines)
+    count = 0
+    out = sys.stdout
+    for line in lines:
+        out.write(line + "\n")
+        count += 1
+    out.flush()
+    return count
+
+
+def _run_step(args: argparse.Namespace, step: LineStep) -> None:
+    count = _write(args.output, map_lines(step, _read(args.input), args.processes))
+    log.debug("%s: %d lines", args.command, count)
+
+
+def _io_arguments(parser: argparse.ArgumentParser, parallel: bool = True) -> None:
+    parser.add_argument("input", nargs="?", default=STDIO, help="input text (default: stdin)")
+    parser.add_argument("-o", "--output", default=STDIO, help="output text (default: stdout)")
+    if parallel:
+        parser.add_argument(
+            "-j", "--processes", type=int, default=1, help="worker processes (output is identical)"
+        )
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("normalize", help="Moses normalize-punctuation.perl")
+    parser.add_argument("-l", "--lang", required=True)
+    parser.add_argument("--lowercase", action="store_true", help="lower-case first (lowercase.perl)")
+    parser.add_argument(
+        "--no-perl-parity",
+        dest="perl_parity",
+        action="store_false",
+        help="sacremoses' own mapping of ’ to ' instead of Moses' \"",
+    )
+    _io_arguments(parser)
+    parser.set_defaults(func=lambda a: _run_step(a, Normalizer(a.lang, a.lowercase, a.perl_parity)))
+
+    parser = subparsers.add_parser("tokenize", help="Moses tokenizer.perl")
+    parser.add_argument("-l", "--lang", required=True)
+    parser.add_argument("-a", "--aggressive", action="store_true", help="split hyphens as @-@")
+    parser.add_argument("--no-escape", dest="escape", action="store_false", help="no XML escaping")
+    _io_arguments(parser)
+    parser.set_defaults(func=lambda a: _run_step(a, Tokenizer(a.lang, a.aggressive, a.escape)))
+
+    parser = subparsers.add_parser("detokenize", help="Moses detokenizer.perl")
+    parser.add_argument("-l", "--lang", required=True)
+    parser.add_argument("--no-unescape", dest="unescape", action="store_false")
+    _io_arguments(parser)
+    parser.set_defaults(func=lambda a: _run_step(a, Detokenizer(a.lang, a.unescape)))
+
+    _add_truecase(subparsers)
+
+    parser = subparsers.add_parser("segment", help="Japanese / Chinese word segmentation")
+    parser.add_argument("-l", "--lang", required=True, choices=sorted(METHODS))
+    parser.add_argument("--method", help="ja: mecab; zh: jieba (default) or chars")
+    _io_arguments(parser)
+    parser.set_defaults(func=lambda a: _run_step(a, Segmenter(a.lang, a.method)))
+
+    parser = subparsers.add_parser("clean", help="Moses clean-corpus-n.perl for training data")
+    parser.add_argument("--src-in", required=True, type=Path)
+    parser.add_argument("--tgt-in", required=True, type=Path)
+    parser.add_argument("--src-out", required=True, type=Path)
+    parser.add_argument("--tgt-out", required=True, type=Path)
+    parser.add_argument("--min", type=int, default=1, help="fewest tokens per side (default 1)")
+    parser.add_argument("--max", type=int, default=80, help="most tokens per side (default 80)")
+    parser.add_argument("--ratio", type=float, default=9.0, help="largest length ratio (default 9)")
+    parser.add_argument("--ignore-ratio", action="store_true")
+    parser.add_argument("--ignore-xml", action="store_true")
+    parser.add_argument("--lowercase", action="store_true")
+    parser.add_argument("--max-word-length", type=int, default=1000)
+    parser.add_argument("--report", type=Path, help="JSON with the number of pairs dropped per reason")
+    parser.set_defaults(func=_run_clean)
+
+    parser = subparsers.add_parser("postprocess", help="inverse chain: de-BPE, detruecase, detokenize")
+    parser.add_argument("-l", "--lang", required=True)
+    parser.add_argument("--truecased", action="store_true", help="the text was truecased: detruecase")
+    parser.add_argument("--no-bpe", dest="bpe", action="store_false", help="do not remove @@ markers")
+    parser.add_argument("--no-detokenize", dest="detokenize", action="store_false")
+    parser.add_argument(
+        "--no-repair", dest="repair", action="store_false", help="plain Moses detokenizer output"
+    )
+    parser.add_argument(
+        "--translit-reverse",
+        metavar="MODULE:FUNCTION",
+        help="callable str -> str mapping transliterated tokens back (applied after de-BPE)",
+    )
+    _io_arguments(parser)
+    parser.set_defaults(func=_run_postprocess)
+
+    parser = subparsers.add_parser("roundtrip", help="report how exactly postprocess inverts preprocess")
+    parser.add_argument("-l", "--lang", required=True)
+    parser.add_argument("file", type=Path, help="raw text (e.g. a reference)")
+    parser.add_argument("--json", required=True, type=Path, help="report to write")
+    parser.add_argument("--truecase-train", type=Path, help="raw text to train the truecaser on")
+    parser.add_argument("--no-normalize", dest="normalize", action="store_false")
+    parser.add_argument("-a", "--aggressive", action="store_true")
+    parser.add_argument("--bpe-codes", type=Path, help="subword-nmt codes to include BPE in the trip")
+    parser.set_defaults(func=_run_roundtrip)
+
+
+def _add_truecase(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("truecase", help="Moses truecaser: train, apply, undo")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    train = actions.add_parser("train", help="learn a model from tokenised training text")
+    train.add_argument("--model", required=True, type=Path)
+    train.add_argument("input", nargs="?", default=STDIO)
+    train.set_defaults(func=_run_truecase_train)
+
+    apply = actions.add_parser("apply", help="truecase tokenised text")
+    apply.add_argument("--model", required=True, type=Path)
+    _io_arguments(apply)
+    apply.set_defaults(func=lambda a: _run_step(a, Truecaser(a.model)))
+
+    undo = actions.add_parser("undo", help="detruecase: capitalise sentence starts")
+    _io_arguments(undo)
+    undo.set_defaults(func=lambda a: _run_step(a, Detruecaser()))
+
+
+def _run_truecase_train(args: argparse.Namespace) -> None:
+    types = train_truecaser(_read(args.input), args.model)
+    log.info("truecase model %s: %d types", args.model, types)
+
+
+def _run_clean(args: argparse.Namespace) -> None:
+    settings = clean_module.CleanSettings(
+        min_tokens=args.min,
+        max_tokens=args.max,
+        ratio=args.ratio,
+        ignore_ratio=args.ignore_ratio,
+        ignore_xml=args.ignore_xml,
+        lowercase=args.lowercase,
+        max_word_length=args.max_word_length,
+    )
+    report = clean_module.clean_files(
+        args.src_in, args.tgt_in, args.src_out, args.tgt_out, settings, args.report
+    )
+    log.info(
+        "clean: kept %d of %d pairs; dropped %s",
+        report["kept"],
+        report["input_pairs"],
+        report["dropped"],
+    )
+
+
+def _run_postprocess(args: argparse.Namespace) -> None:
+    translit = load_callable(args.translit_reverse) if args.translit_reverse else None
+    chain = InverseChain(
+        args.lang,
+        bpe=args.bpe,
+        truecased=args.truecased,
+        detokenize=args.detokenize,
+        repair=args.repair,
+        translit_reverse=translit,
+    )
+    _run_step(args, chain)
+
+
+def _run_roundtrip(args: argparse.Namespace) -> None:
+    bpe = None
+    if args.bpe_codes:
+        try:
+            from subword_nmt.apply_bpe import BPE
+        except ImportError:
+            raise MissingResourceError("--bpe-codes needs subword-nmt: `pip install subword-nmt`") from None
+        if not args.bpe_codes.is_file():
+            raise InputError(f"{args.bpe_codes}: BPE codes file not found; learn it with subword-nmt")
+        with open(args.bpe_codes, encoding="utf-8") as codes:
+            bpe = BPE(codes).process_line
+    training = list(read_lines(args.truecase_train)) if args.truecase_train else None
+    report = roundtrip_report(
+        list(read_lines(args.file)),
+        args.lang,
+        normalize=args.normalize,
+        aggressive_dash_splits=args.aggressive,
+        truecase_training=training,
+        bpe=bpe,
+    )
+    report["file"] = str(args.file)
+    with atomic_write(args.json) as out:
+        json.dump(report, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    log.info(
+        "roundtrip %s: inverse %.2f%% identical, end-to-end %s",
+        args.file,
+        100 * report["inverse"]["identical_fraction"],
+        f"{100 * report['end_to_end']['identical_fraction']:.2f}%" if args.normalize else "n/a",
+    )

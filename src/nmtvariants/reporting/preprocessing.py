@@ -57,7 +57,7 @@ def pair_rows(files: PairFiles) -> list[dict]:
             "lang": lang,
             "train pairs in": drops.get("input_pairs"),
             "kept": drops.get("kept"),
-            "dropped": ", ".join(f"{reason} {count}" for reason, count in sorted(dropped.items()))
+            "dropped": ", ".join(f"{reason} {count}" for reason, count in sorted(dropped.items()) if count)
             or "none",
             "tokens (tokenised)": tok_tokens,
             "tokens after clean": words,

@@ -103,6 +103,14 @@ def _type_ok(value: Any, annotation: Any) -> bool:
     return isinstance(value, annotation)
 
 
+def _type_name(annotation: Any) -> str:
+    if annotation is type(None):
+        return "null"
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("NoneType", "null")
+
+
 def _build(cls: type, values: Any, section: str):
     if values is None:
         values = {}
@@ -122,7 +130,7 @@ def _build(cls: type, values: Any, section: str):
                 raise ConfigError(f"{section}.{name}: required key missing")
             continue
         if not _type_ok(values[name], hints[name]):
-            wanted = str(hints[name]).replace("typing.", "")
+            wanted = _type_name(hints[name])
             raise ConfigError(f"{section}.{name}: expected {wanted}, got {values[name]!r}")
     settings = cls(**values)
     if cls is TrainSettings and isinstance(settings.adam_betas, list):

@@ -6,10 +6,18 @@ import math
 
 import pytest
 import torch
+from model_fixtures import reverse_batch, single_thread, trained_reverse_model
 
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.inference.beam_search import beam_search, greedy_search, max_lengths
 from nmtvariants.models import build_model, model_config
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with single_thread():
+        yield
+
 
 VOCAB = 24
 
@@ -152,3 +160,21 @@ def test_greedy_is_argmax_chain(random_model):
 def test_max_lengths_formula():
     src = pad([[5, 6, 7, EOS_ID], [5, EOS_ID]])
     assert max_lengths(src, 1.5, 10).tolist() == [int(1.5 * 3 + 10), int(1.5 * 1 + 10)]
+
+
+def test_trained_model_batched_equals_naive_and_per_sentence():
+    model = trained_reverse_model()
+    generator = torch.Generator().manual_seed(21)
+    *_, sources = reverse_batch(generator, 12)
+    src = pad(sources)
+    batched = beam_search(model, src, beam_size=3, nbest=3, alpha=0.6)
+    exact = 0
+    for sentence, hyps in zip(sources, batched, strict=True):
+        reference = naive_beam_search(model, sentence, 3, "gnmt", 0.6, int(1.5 * (len(sentence) - 1) + 10), 3)
+        assert [h.tokens for h in hyps] == [r[2] for r in reference]
+        assert [h.score for h in hyps] == pytest.approx([r[0] for r in reference], abs=1e-4)
+        single = beam_search(model, torch.tensor([sentence]), beam_size=3, nbest=3, alpha=0.6)[0]
+        assert [h.tokens for h in hyps] == [h.tokens for h in single]
+        exact += hyps[0].tokens == sentence[:-1][::-1]
+    # the model learned the task, so the finished hypotheses ended by choice, not at the length cap
+    assert exact >= 10

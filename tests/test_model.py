@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from model_fixtures import single_thread
 
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.errors import ConfigError, InputError
@@ -20,6 +21,13 @@ from nmtvariants.models import (
     model_config,
 )
 from nmtvariants.models.embeddings import sinusoidal_positions
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with single_thread():
+        yield
+
 
 VOCAB = 40
 

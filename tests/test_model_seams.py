@@ -12,6 +12,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from model_fixtures import single_thread
 from torch import nn
 
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
@@ -19,6 +20,13 @@ from nmtvariants.inference.beam_search import beam_search
 from nmtvariants.models import build_model, capture, count_parameters, model_config, register_variant
 from nmtvariants.models.layers import SelfAttentionBlock
 from nmtvariants.models.variants import unregister_variant
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with single_thread():
+        yield
+
 
 VOCAB = 30
 

@@ -171,6 +171,21 @@ def test_sdpa_path_equals_explicit_softmax_path():
     assert torch.all(self_weights.triu(1) == 0)  # causal
 
 
+def test_fused_sdpa_equals_small_query_matmul_path():
+    """Training mode uses SDPA everywhere; eval mode uses plain matmuls for short queries: same maths."""
+    torch.manual_seed(0)
+    no_dropout = {
+        key: 0.0 for key in ("embedding_dropout", "residual_dropout", "attention_dropout", "relu_dropout")
+    }
+    model = build_model(model_config("tiny", overrides=no_dropout), VOCAB)
+    generator = torch.Generator().manual_seed(7)
+    src, tgt = batch(generator, 3, 7), batch(generator, 3, 5, bos=True)
+    with torch.no_grad():
+        fused = model.train()(src, tgt)
+        small = model.eval()(src, tgt)
+    torch.testing.assert_close(fused, small, atol=1e-5, rtol=1e-5)
+
+
 def test_dropouts_are_active_in_training_only():
     torch.manual_seed(0)
     cfg = model_config("tiny", overrides={"embedding_dropout": 0.3, "attention_dropout": 0.3})

@@ -125,24 +125,27 @@ def _search(
     n_cand = min(2 * k, k * vocab)
     rank = torch.arange(n_cand, device=device)
     beam_offsets = torch.arange(batch, device=device)[:, None] * k
-    banned = torch.zeros(vocab, device=device)
-    banned[[PAD_ID, BOS_ID]] = float("-inf")
-    no_eos = banned.clone()
-    no_eos[EOS_ID] = float("-inf")
-    only_eos = torch.full((vocab,), float("-inf"), device=device)
-    only_eos[EOS_ID] = 0.0
+    not_eos = torch.ones(vocab, dtype=torch.bool, device=device)
+    not_eos[EOS_ID] = False
     neg_inf = torch.tensor(float("-inf"), device=device)
+    min_limit = int(limit.min())  # before this step no sentence is forced to end (host-side schedule)
 
     for t in range(steps):
         live = alive.numel()
-        logits = model.decode(tokens[:, t : t + 1], memory, cache, aux)[:, 0]
-        logp = torch.log_softmax(logits.float(), dim=-1)
-        logp = logp + (no_eos if t < min_len else banned)
-        forced = limit <= t  # [live]
-        logp = logp.view(live, k, vocab)
-        logp = torch.where(forced[:, None, None], logp + only_eos, logp)
-
-        cand = (scores[:, :, None] + logp).view(live, k * vocab)
+        logits = model.decode(tokens[:, t : t + 1], memory, cache, aux)[:, 0].float()
+        cand = torch.log_softmax(logits, dim=-1).view(live, k, vocab)
+        cand.add_(scores[:, :, None])  # in place: no second [rows, V] tensor
+        cand[:, :, PAD_ID] = float("-inf")
+        cand[:, :, BOS_ID] = float("-inf")
+        forced = None
+        if t >= min_limit:
+            forced = limit <= t  # [live]
+            eos = cand[:, :, EOS_ID].clone()
+            cand.masked_fill_(forced[:, None, None] & not_eos, float("-inf"))
+        if t < min_len:
+            banned_eos = neg_inf if forced is None else torch.where(forced[:, None], eos, neg_inf)
+            cand[:, :, EOS_ID] = banned_eos
+        cand = cand.view(live, k * vocab)
         top_scores, top_index = cand.topk(n_cand, dim=1)
         top_beam = top_index // vocab
         top_token = top_index % vocab
@@ -170,7 +173,9 @@ def _search(
         rows = (beam_offsets + top_beam.gather(1, order)).view(-1)
         next_token = top_token.gather(1, order).view(-1)
 
-        done = (fin_count >= k) | forced | (scores[:, 0] == float("-inf"))
+        done = (fin_count >= k) | (scores[:, 0] == float("-inf"))
+        if forced is not None:
+            done |= forced
         n_done = int(done.sum())
         if n_done == live:
             _collect(
@@ -197,6 +202,7 @@ def _search(
             fin_tokens, fin_norm = fin_tokens.index_select(0, keep), fin_norm.index_select(0, keep)
             fin_logp, fin_count = fin_logp.index_select(0, keep), fin_count.index_select(0, keep)
             beam_offsets = beam_offsets[: keep.numel()]
+            min_limit = int(limit.min())
         tokens = tokens.index_select(0, rows)
         tokens[:, t + 1] = next_token
         cache.reorder(rows)

@@ -64,6 +64,20 @@ class ScoreTransform(Protocol):
     def __call__(self, scores: torch.Tensor, ctx: StackContext, attn: MultiHeadAttention) -> torch.Tensor: ...
 
 
+# Inference with at most this many query rows per (row, head) uses two matmuls and a softmax instead of
+# SDPA: on CPU the fused kernel's per-call setup dominates for one decoding step (benchmarks/decode.py).
+SMALL_QUERY = 16
+
+
+def _matmul_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attend: torch.Tensor | None
+) -> torch.Tensor:
+    scores = torch.matmul(q * (1.0 / math.sqrt(q.size(-1))), k.transpose(-1, -2))
+    if attend is not None:
+        scores = scores.masked_fill(~attend, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over ``n_heads`` heads with Q/K/V/O projections (bias optional)."""
 
@@ -130,6 +144,8 @@ class MultiHeadAttention(nn.Module):
             q = q.reshape(rows // group, heads, group * length, d_head)
         if explicit:
             out = self._explicit(q, k, v, ctx, attend, causal)
+        elif not self.training and q.size(-2) <= SMALL_QUERY and not causal:
+            out = _matmul_attention(q, k, v, attend)
         else:
             out = F.scaled_dot_product_attention(
                 q,

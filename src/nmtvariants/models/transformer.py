@@ -51,20 +51,54 @@ class Memory:
         )
 
 
-@dataclass
 class LayerCache:
-    """One decoder layer's cached self-attention K/V [B, H, t, d_head] and per-memory cross K/V."""
+    """One decoder layer's cached self-attention K/V and per-memory cross-attention K/V.
 
-    self_k: torch.Tensor | None = None
-    self_v: torch.Tensor | None = None
-    cross: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    Self-attention keys and values live in time-major buffers [capacity, rows, H, d_head] that grow by
+    doubling: appending a step writes one contiguous slice, and beam reordering is a single
+    ``index_select`` into a spare buffer (no concatenation, no per-step reallocation). Attention reads
+    the filled part as a strided [rows, H, t, d_head] view.
+    """
+
+    def __init__(self) -> None:
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+        self._spare: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.length = 0
+        self.cross: list[tuple[torch.Tensor, torch.Tensor]] | None = None
 
     def append_self(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.self_k is not None:
-            k = torch.cat([self.self_k, k], dim=2)
-            v = torch.cat([self.self_v, v], dim=2)
-        self.self_k, self.self_v = k, v
-        return k, v
+        """Append new keys/values [rows, H, T, d_head]; return all cached ones (same layout)."""
+        new = k.size(2)
+        end = self.length + new
+        if self.k is None or end > self.k.size(0):
+            capacity = max(end, 2 * (0 if self.k is None else self.k.size(0)), 16)
+            shape = (capacity, k.size(0), k.size(1), k.size(3))
+            grown_k, grown_v = k.new_empty(shape), v.new_empty(shape)
+            if self.k is not None:
+                grown_k[: self.length] = self.k[: self.length]
+                grown_v[: self.length] = self.v[: self.length]
+            self.k, self.v, self._spare = grown_k, grown_v, None
+        self.k[self.length : end] = k.permute(2, 0, 1, 3)
+        self.v[self.length : end] = v.permute(2, 0, 1, 3)
+        self.length = end
+        return self.k[:end].permute(1, 2, 0, 3), self.v[:end].permute(1, 2, 0, 3)
+
+    def reorder(self, index: torch.Tensor) -> None:
+        if self.k is None:
+            return
+        n = self.length
+        if index.numel() != self.k.size(1):  # fewer rows (finished sentences dropped): new buffers
+            self.k, self.v = self.k.index_select(1, index), self.v.index_select(1, index)
+            self._spare = None
+            return
+        if self._spare is None:
+            self._spare = (torch.empty_like(self.k), torch.empty_like(self.v))
+        spare_k, spare_v = self._spare
+        torch.index_select(self.k[:n], 1, index, out=spare_k[:n])
+        torch.index_select(self.v[:n], 1, index, out=spare_v[:n])
+        self._spare = (self.k, self.v)
+        self.k, self.v = spare_k, spare_v
 
 
 @dataclass
@@ -82,9 +116,7 @@ class DecoderCache:
     def reorder(self, index: torch.Tensor) -> None:
         """Select decoder rows (beam reordering): self-attention caches follow ``index``."""
         for layer in self.layers:
-            if layer.self_k is not None:
-                layer.self_k = layer.self_k.index_select(0, index)
-                layer.self_v = layer.self_v.index_select(0, index)
+            layer.reorder(index)
 
     def select_memory(self, index: torch.Tensor) -> None:
         """Select memory rows (dropping finished sentences): cross-attention K/V follow ``index``."""

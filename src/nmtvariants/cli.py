@@ -23,6 +23,8 @@ COMMAND_MODULES: list[str] = [
     "nmtvariants.corpora.toyworld_cli",
     "nmtvariants.text.bpe_cli",
     "nmtvariants.text.cli",
+    "nmtvariants.inference.cli",
+    "nmtvariants.training.cli",
 ]
 
 

@@ -1,0 +1,164 @@
+"""Sub-commands ``translate``, ``score`` and ``count-params``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from nmtvariants.data.vocab import Vocabulary
+from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.fileio import atomic_write, read_lines
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    tr = subparsers.add_parser("translate", help="beam-search translation of BPE'd text with a checkpoint")
+    _model_args(tr)
+    tr.add_argument("--input", default="-", help="source text, one sentence per line (default stdin)")
+    tr.add_argument("--output", default="-", help="translations (default stdout)")
+    tr.add_argument("--beam", type=int, default=5)
+    tr.add_argument("--alpha", type=float, default=0.6, help="GNMT length-penalty exponent")
+    tr.add_argument("--length-norm", choices=("gnmt", "average", "none"), default="gnmt")
+    tr.add_argument("--max-len-a", type=float, default=1.5)
+    tr.add_argument("--max-len-b", type=float, default=10)
+    tr.add_argument("--min-len", type=int, default=0)
+    tr.add_argument("--nbest", type=int, default=1, help=">1 writes Moses n-best lines `i ||| hyp ||| score`")
+    tr.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    tr.set_defaults(func=run_translate)
+
+    sc = subparsers.add_parser("score", help="forced-decoding scores of (source, target) pairs")
+    _model_args(sc)
+    sc.add_argument("--source", required=True)
+    sc.add_argument("--target", required=True)
+    sc.add_argument("--output", required=True)
+    sc.add_argument("--sum", action="store_true", help="sum of token NLLs instead of the mean")
+    sc.add_argument("--per-token", action="store_true", help="write each token's NLL (incl. </s>) per line")
+    sc.add_argument("--batch-size", type=int, default=64)
+    sc.set_defaults(func=run_score)
+
+    cp = subparsers.add_parser("count-params", help="parameter count of a model configuration")
+    cp.add_argument("--preset", default="base")
+    cp.add_argument("--variant", default="{}", help="variant switches as JSON")
+    cp.add_argument("--vocab-size", type=int, default=41138)
+    cp.add_argument(
+        "--config", help="YAML with preset, core overrides and variant (optionally under `model:`)"
+    )
+    cp.add_argument("-v", "--verbose", dest="breakdown", action="store_true", help="per-module breakdown")
+    cp.set_defaults(func=run_count_params)
+
+
+def _model_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--vocab", required=True)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
+    from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.models import load_model
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model = load_model(args.checkpoint, map_location=args.device)
+    vocab = Vocabulary.load(args.vocab)
+    check_vocabulary(model, vocab, args.vocab)
+    return model, vocab
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    from nmtvariants.inference.translate import translate_lines
+
+    model, vocab = _load(args)
+    lines = list(read_lines("/dev/stdin" if args.input == "-" else args.input))
+    outputs = translate_lines(
+        model,
+        vocab,
+        lines,
+        nbest=args.nbest,
+        batch_size=args.batch_size,
+        device=args.device,
+        beam_size=args.beam,
+        length_norm=args.length_norm,
+        alpha=args.alpha,
+        max_len_a=args.max_len_a,
+        max_len_b=args.max_len_b,
+        min_len=args.min_len,
+    )
+    _write(args.output, outputs)
+    return 0
+
+
+def run_score(args: argparse.Namespace) -> int:
+    from nmtvariants.inference.scorer import score_pairs
+
+    model, vocab = _load(args)
+    sources = list(read_lines(args.source))
+    targets = list(read_lines(args.target))
+    if len(sources) != len(targets):
+        raise InputError(
+            f"{args.source} has {len(sources)} lines but {args.target} has {len(targets)}; "
+            "source and target must be line-parallel"
+        )
+    pairs = [(vocab.encode(s), vocab.encode(t)) for s, t in zip(sources, targets, strict=True)]
+    scores = score_pairs(model, pairs, batch_size=args.batch_size, device=args.device)
+    if args.per_token:
+        outputs = [" ".join(f"{-p:.6f}" for p in s.token_log_probs) for s in scores]
+    else:
+        outputs = [f"{-(s.sum if args.sum else s.mean):.6f}" for s in scores]
+    _write(args.output, outputs)
+    return 0
+
+
+def _write(path: str, lines: list[str]) -> None:
+    if path == "-":
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        return
+    with atomic_write(path) as out:
+        for line in lines:
+            out.write(line + "\n")
+
+
+def model_settings(path: str | Path) -> dict[str, Any]:
+    """Read ``preset``, core overrides and ``variant`` from a YAML file (optionally under ``model:``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise InputError(f"{path}: not valid YAML ({error})") from None
+    if isinstance(data, dict) and isinstance(data.get("model"), dict):
+        data = data["model"]
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping with `preset` and optional `variant` and overrides")
+    return dict(data)
+
+
+def run_count_params(args: argparse.Namespace) -> int:
+    from nmtvariants.models import build_model, count_parameters, model_config, parameter_breakdown
+
+    if args.config:
+        settings = model_settings(args.config)
+        preset = settings.pop("preset", args.preset)
+        variant = settings.pop("variant", {}) or {}
+        overrides = settings
+    else:
+        preset, overrides = args.preset, {}
+        try:
+            variant = json.loads(args.variant)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"--variant: not valid JSON ({error.msg} at character {error.pos})") from None
+    cfg = model_config(preset, overrides=overrides, variant=variant)
+    with torch.device("meta"):
+        model = build_model(cfg, args.vocab_size)
+    print(count_parameters(model))
+    if args.breakdown:
+        for name, count in parameter_breakdown(model).items():
+            print(f"{name}\t{count}")
+    return 0

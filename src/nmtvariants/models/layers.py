@@ -1,0 +1,215 @@
+"""Sub-layers (self-attention, cross-attention, feed-forward) and the layers built from them.
+
+Every sub-layer owns its LayerNorm and residual: pre-norm computes ``x + drop(f(LN(x)))`` (Emelin et al.,
+Libovický et al.), post-norm ``LN(x + drop(f(x)))`` (Vaswani et al., fairseq, Yang et al.). A decoder
+layer is a *sequence* of sub-layers given by ``variant.decoder_layout`` (Yang et al. §3.5): the standard
+``self,cross,ffn``; ``cross,ffn`` (SEM->IFM, no self-attention); ``cross,self,ffn`` (SEM->TEM->IFM);
+``self,cross`` (the simplified decoder: IFM reduced to the one Add&Norm after cross-attention).
+
+Cross-attention holds one attention per memory (multi-source, Libovický et al. §4.2); the ``serial``
+combination attends to the memories one after the other, each with its own LayerNorm and residual,
+which for a single memory is exactly the standard encoder-decoder attention sub-layer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from nmtvariants.models.attention import MultiHeadAttention, StackContext
+from nmtvariants.models.config import ModelConfig
+from nmtvariants.models.hooks import HookState
+
+if TYPE_CHECKING:
+    from nmtvariants.models.transformer import LayerCache, Memory
+
+SUBLAYER_KINDS = ("self", "cross", "ffn")
+
+
+class SubLayer(nn.Module):
+    """Norm, dropout and residual shared by all sub-layers; ``transform`` is the sub-layer's function."""
+
+    kind = ""
+
+    def __init__(self, cfg: ModelConfig, hooks: HookState, name: str):
+        super().__init__()
+        self.pre_norm = cfg.norm == "pre"
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.residual_dropout)
+        self.hooks = hooks
+        self.name = name
+        # Emelin et al.'s shortcut blocks add the *normalised* input back (seed brief §1.2);
+        # plug-ins set this.
+        self.residual_from_normed = False
+
+    def _residual(self, x: torch.Tensor, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        recorder = self.hooks.recorder
+        if self.pre_norm:
+            out = (h if self.residual_from_normed else x) + self.dropout(y)
+        else:
+            out = self.norm(x + self.dropout(y))
+        if recorder is not None:
+            recorder.put(f"{self.name}.out", y)
+            recorder.put(f"{self.name}.state", out)
+        return out
+
+
+class FeedForwardBlock(SubLayer):
+    """Linear(d, d_ff) + ReLU + Linear(d_ff, d), both biased by default."""
+
+    kind = "ffn"
+
+    def __init__(self, cfg: ModelConfig, hooks: HookState, name: str):
+        super().__init__(cfg, hooks, name)
+        self.w1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias)
+        self.w2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ffn_bias)
+        self.relu_dropout = nn.Dropout(cfg.relu_dropout)
+        self.dropout_on_input = cfg.relu_dropout_at == "input"
+
+    def forward(self, x: torch.Tensor, ctx: StackContext) -> torch.Tensor:
+        h = self.norm(x) if self.pre_norm else x
+        if self.dropout_on_input:
+            y = self.w2(torch.relu(self.w1(self.relu_dropout(h))))
+        else:
+            y = self.w2(self.relu_dropout(torch.relu(self.w1(h))))
+        return self._residual(x, h, y)
+
+
+class SelfAttentionBlock(SubLayer):
+    """Self-attention over the stack's own positions; causal in the decoder, cached when decoding."""
+
+    kind = "self"
+
+    def __init__(self, cfg: ModelConfig, hooks: HookState, name: str, causal: bool):
+        super().__init__(cfg, hooks, name)
+        self.attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention_bias, hooks, name
+        )
+        self.causal = causal
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        ctx: StackContext,
+        attend: torch.Tensor | None = None,
+        cache: LayerCache | None = None,
+    ) -> torch.Tensor:
+        h = self.norm(x) if self.pre_norm else x
+        k, v = self.attn.project_kv(h, ctx, layer_input=x)
+        causal = self.causal
+        if cache is not None:
+            k, v = cache.append_self(k, v)
+            length, total = x.size(1), k.size(2)
+            causal = False
+            if self.causal and length > 1:  # several new positions at once: mask their future
+                attend = torch.ones(length, total, dtype=torch.bool, device=x.device).tril(total - length)
+        y = self.attn(h, k, v, ctx, attend=attend, causal=causal)
+        return self._residual(x, h, y)
+
+
+class CrossAttentionBlock(SubLayer):
+    """Attention from the decoder to one or more memories (``serial`` combination, Libovický et al.)."""
+
+    kind = "cross"
+
+    def __init__(self, cfg: ModelConfig, hooks: HookState, name: str, n_sources: int = 1):
+        super().__init__(cfg, hooks, name)
+        names = [name] if n_sources == 1 else [f"{name}.{k}" for k in range(n_sources)]
+        self.attns = nn.ModuleList(
+            MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention_bias, hooks, n)
+            for n in names
+        )
+        # one LayerNorm per memory; the first is SubLayer.norm so that one source has the standard names
+        self.extra_norms = nn.ModuleList(
+            nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) for _ in range(n_sources - 1)
+        )
+        self.names = names
+
+    def memory_kv(self, memories: list[Memory], ctx: StackContext) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [
+            attn.project_kv(m.states, ctx, memory=m) for attn, m in zip(self.attns, memories, strict=True)
+        ]
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        ctx: StackContext,
+        memories: list[Memory],
+        attends: list[torch.Tensor | None],
+        cache: LayerCache | None = None,
+        group: int = 1,
+    ) -> torch.Tensor:
+        if cache is not None:
+            if cache.cross is None:
+                cache.cross = self.memory_kv(memories, ctx)
+            kvs = cache.cross
+        else:
+            kvs = self.memory_kv(memories, ctx)
+        recorder = self.hooks.recorder
+        for index, attn in enumerate(self.attns):
+            norm = self.norm if index == 0 else self.extra_norms[index - 1]
+            h = norm(x) if self.pre_norm else x
+            k, v = kvs[index]
+            y = attn(h, k, v, ctx, attend=attends[index], group=group)
+            if self.pre_norm:
+                x = (h if self.residual_from_normed else x) + self.dropout(y)
+            else:
+                x = norm(x + self.dropout(y))
+            if recorder is not None:
+                recorder.put(f"{self.names[index]}.out", y)
+                recorder.put(f"{self.names[index]}.state", x)
+        return x
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig, hooks: HookState, index: int):
+        super().__init__()
+        name = f"encoder.layers.{index}"
+        self.self_attn = SelfAttentionBlock(cfg, hooks, f"{name}.self", causal=False)
+        self.ffn = FeedForwardBlock(cfg, hooks, f"{name}.ffn")
+
+    def forward(self, x: torch.Tensor, ctx: StackContext, attend: torch.Tensor | None) -> torch.Tensor:
+        return self.ffn(self.self_attn(x, ctx, attend=attend), ctx)
+
+
+def parse_layout(layout: str) -> tuple[str, ...]:
+    kinds = tuple(part.strip() for part in layout.split(",") if part.strip())
+    return kinds
+
+
+class DecoderLayer(nn.Module):
+    """Sub-layers in the order of ``layout`` (a tuple of kinds from SUBLAYER_KINDS, each at most once)."""
+
+    def __init__(
+        self, cfg: ModelConfig, hooks: HookState, index: int, layout: tuple[str, ...], n_sources: int = 1
+    ):
+        super().__init__()
+        name = f"decoder.layers.{index}"
+        self.layout = layout
+        self.self_attn = (
+            SelfAttentionBlock(cfg, hooks, f"{name}.self", causal=True) if "self" in layout else None
+        )
+        self.cross_attn = (
+            CrossAttentionBlock(cfg, hooks, f"{name}.cross", n_sources) if "cross" in layout else None
+        )
+        self.ffn = FeedForwardBlock(cfg, hooks, f"{name}.ffn") if "ffn" in layout else None
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        ctx: StackContext,
+        memories: list[Memory],
+        attends: list[torch.Tensor | None],
+        cache: LayerCache | None = None,
+        group: int = 1,
+    ) -> torch.Tensor:
+        for kind in self.layout:
+            if kind == "self":
+                x = self.self_attn(x, ctx, cache=cache)
+            elif kind == "cross":
+                x = self.cross_attn(x, ctx, memories, attends, cache=cache, group=group)
+            else:
+                x = self.ffn(x, ctx)
+        return x

@@ -1,0 +1,124 @@
+"""The ``variant`` switches: core ones handled here, study plug-ins registered by their own modules.
+
+Core switches (built into the layers):
+
+* ``decoder_layout``: order of decoder sub-layers, e.g. ``"self,cross,ffn"`` (default), ``"cross,ffn"``
+  (SEM->IFM), ``"cross,self,ffn"`` (SEM->TEM->IFM), ``"self,cross"`` (simplified decoder); the names
+  ``standard``, ``sem_ifm``, ``sem_tem_ifm``, ``simplified`` are accepted too.
+* ``multi_source``: ``{strategy: serial, sources: N}``; N memories for cross-attention. Only ``serial``
+  is built into the core; other strategies are plug-ins registered under ``multi_source.<strategy>``.
+
+Plug-ins: any other top-level key names a plug-in registered with :func:`register_variant`. After the
+base model is built, each plug-in receives the model and its options and installs its modules into the
+seams (``attn.kv_transform``, ``attn.score_transform``, ``SubLayer.residual_from_normed``, extra
+parameters). Because installation happens in ``build_model``, the parameters are part of the model and
+``load_model`` rebuilds the same structure from the stored config. Plug-ins are installed in sorted key
+order, so that a composed variant (e.g. PASCAL + shortcuts + simplified decoder) always builds the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from nmtvariants.errors import ConfigError
+from nmtvariants.models.layers import SUBLAYER_KINDS, parse_layout
+
+if TYPE_CHECKING:
+    from nmtvariants.models.transformer import Transformer
+
+Installer = Callable[["Transformer", Any], None]
+
+LAYOUT_NAMES = {
+    "standard": "self,cross,ffn",
+    "sem_ifm": "cross,ffn",
+    "sem_tem_ifm": "cross,self,ffn",
+    "simplified": "self,cross",
+}
+CORE_KEYS = ("decoder_layout", "multi_source")
+# modules that register plug-ins when imported; study modules add themselves here
+PLUGIN_MODULES: list[str] = []
+PLUGINS: dict[str, Installer] = {}
+
+
+def register_variant(name: str) -> Callable[[Installer], Installer]:
+    """Decorator: ``@register_variant("pascal") def install(model, options): ...``."""
+
+    def decorate(installer: Installer) -> Installer:
+        if name in CORE_KEYS:
+            raise ValueError(f"{name!r} is a core variant switch")
+        PLUGINS[name] = installer
+        return installer
+
+    return decorate
+
+
+def unregister_variant(name: str) -> None:
+    PLUGINS.pop(name, None)
+
+
+def _load_plugin_modules() -> None:
+    for module in PLUGIN_MODULES:
+        importlib.import_module(module)
+
+
+def decoder_layout(variant: dict[str, Any]) -> tuple[str, ...]:
+    raw = variant.get("decoder_layout", "standard")
+    if not isinstance(raw, str):
+        raise ConfigError(
+            f"model.variant.decoder_layout: expected a string like 'self,cross,ffn', got {raw!r}"
+        )
+    kinds = parse_layout(LAYOUT_NAMES.get(raw, raw))
+    unknown = [kind for kind in kinds if kind not in SUBLAYER_KINDS]
+    if unknown or not kinds or len(set(kinds)) != len(kinds):
+        raise ConfigError(
+            f"model.variant.decoder_layout: {raw!r} must list each of "
+            f"{', '.join(SUBLAYER_KINDS)} at most once "
+            f"(or be one of {', '.join(LAYOUT_NAMES)})"
+        )
+    return kinds
+
+
+def multi_source(variant: dict[str, Any]) -> tuple[str, int]:
+    options = variant.get("multi_source") or {}
+    if not isinstance(options, dict):
+        raise ConfigError("model.variant.multi_source: expected a mapping {strategy: ..., sources: N}")
+    unknown = sorted(set(options) - {"strategy", "sources"})
+    if unknown:
+        raise ConfigError(f"model.variant.multi_source: unknown key(s) {', '.join(unknown)}")
+    strategy = options.get("strategy", "serial")
+    sources = options.get("sources", 1)
+    if not isinstance(sources, int) or sources < 1:
+        raise ConfigError(f"model.variant.multi_source.sources: must be a positive integer, got {sources!r}")
+    if strategy != "serial":
+        _load_plugin_modules()
+        if f"multi_source.{strategy}" not in PLUGINS:
+            raise ConfigError(
+                f"model.variant.multi_source.strategy: {strategy!r} is not available (built in: serial; "
+                f"registered: {', '.join(k for k in PLUGINS if k.startswith('multi_source.')) or 'none'})"
+            )
+    return strategy, sources
+
+
+def check_variant(variant: dict[str, Any]) -> None:
+    """Raise ConfigError for unknown switches before anything is built."""
+    decoder_layout(variant)
+    multi_source(variant)
+    _load_plugin_modules()
+    unknown = sorted(key for key in variant if key not in CORE_KEYS and key not in PLUGINS)
+    if unknown:
+        raise ConfigError(
+            f"model.variant: unknown switch(es) {', '.join(unknown)}; available: "
+            f"{', '.join([*CORE_KEYS, *sorted(PLUGINS)])}"
+        )
+
+
+def install_variants(model: Transformer, variant: dict[str, Any]) -> None:
+    check_variant(variant)
+    strategy, _ = multi_source(variant)
+    if strategy != "serial":
+        PLUGINS[f"multi_source.{strategy}"](model, variant["multi_source"])
+    for key in sorted(variant):
+        if key not in CORE_KEYS:
+            PLUGINS[key](model, variant[key])

@@ -1,0 +1,90 @@
+"""Sub-commands ``train``, ``average`` and ``binarize``.
+
+``nmtvariants train --config RUN.yaml --outdir DIR`` resumes by itself from the newest valid
+checkpoint in ``DIR/checkpoints``, so a Snakemake re-run (which deletes only the declared
+``DIR/final.pt``) continues instead of starting over. Under ``torchrun --nproc_per_node N`` the
+same command trains data-parallel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from nmtvariants.errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    train = subparsers.add_parser("train", help="train (or resume) a model from a run config")
+    source = train.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", type=Path, help="run config (YAML): data, model, variant, train")
+    source.add_argument("--config-json", help="the same config inline as JSON")
+    train.add_argument(
+        "--outdir",
+        type=Path,
+        required=True,
+        help="run directory: checkpoints/, train_log.csv, tensorboard/, final.pt",
+    )
+    train.add_argument(
+        "--threads", type=int, help="torch CPU threads (default: train.threads, OMP_NUM_THREADS)"
+    )
+    train.add_argument("--max-updates", type=int, help="override train.max_updates")
+    train.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    train.set_defaults(func=run_train)
+
+    average = subparsers.add_parser("average", help="uniform average of checkpoints (fairseq style)")
+    inputs = average.add_mutually_exclusive_group(required=True)
+    inputs.add_argument("--inputs", nargs="+", type=Path, help="checkpoint files to average")
+    inputs.add_argument("--dir", type=Path, help="a checkpoints/ directory; with --last K")
+    average.add_argument(
+        "--last", type=int, default=5, help="how many of the newest checkpoints (with --dir)"
+    )
+    average.add_argument("--output", type=Path, required=True, help="averaged model file (load_model format)")
+    average.set_defaults(func=run_average)
+
+    binar = subparsers.add_parser("binarize", help="encode BPE'd parallel text into a .npz for training")
+    binar.add_argument("--src", type=Path, required=True)
+    binar.add_argument("--tgt", type=Path, required=True)
+    binar.add_argument("--vocab", type=Path, required=True)
+    binar.add_argument("--max-len", type=int, help="drop pairs with more tokens than this on either side")
+    binar.add_argument("--output", type=Path, required=True, help=".npz file")
+    binar.set_defaults(func=run_binarize)
+
+
+def run_train(args: argparse.Namespace) -> None:
+    from nmtvariants.training.train_config import load_run_config
+    from nmtvariants.training.trainer import train
+
+    config = load_run_config(args.config, args.config_json)
+    if args.threads is not None:
+        config.train.threads = args.threads
+    if args.max_updates is not None:
+        config.train.max_updates = args.max_updates
+    if args.no_progress:
+        config.train.progress = False
+    result = train(config, args.outdir)
+    log.info("finished at update %d (%s); model: %s", result.update, result.stop_reason, result.final_path)
+
+
+def run_average(args: argparse.Namespace) -> None:
+    from nmtvariants.training.checkpoints import average_checkpoints, last_checkpoints
+
+    if args.inputs:
+        paths = list(args.inputs)
+    else:
+        if not args.dir.is_dir():
+            raise InputError(f"{args.dir}: no such checkpoint directory")
+        paths = last_checkpoints(args.dir, args.last)
+    average_checkpoints(paths, args.output)
+
+
+def run_binarize(args: argparse.Namespace) -> None:
+    from nmtvariants.data.dataset import binarize
+    from nmtvariants.data.vocab import Vocabulary
+
+    data = binarize(args.src, args.tgt, Vocabulary.load(args.vocab), max_len=args.max_len)
+    data.save(args.output)
+    log.info("%s: %d pairs, %d target tokens", args.output, len(data), data.target_token_count())

@@ -1,0 +1,80 @@
+"""A tiny Transformer trained inside the test session to reverse sequences (shared by several tests).
+
+Trained models make beam search and scoring meaningful: hypotheses finish with </s> by choice rather
+than at the length cap, and the reference translation is known (the reversed source).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from nmtvariants.models import Transformer, build_model, model_config
+
+REVERSE_VOCAB = 14
+
+
+def reverse_batch(generator: torch.Generator, rows: int, min_len: int = 3, max_len: int = 7):
+    """(src, tgt_in, tgt_out, sources as id lists): target = source reversed."""
+    lengths = torch.randint(min_len, max_len + 1, (rows,), generator=generator).tolist()
+    width = max(lengths) + 1
+    src = torch.full((rows, width), PAD_ID, dtype=torch.long)
+    tgt_in, tgt_out = src.clone(), src.clone()
+    sources = []
+    for i, n in enumerate(lengths):
+        tokens = torch.randint(4, REVERSE_VOCAB, (n,), generator=generator)
+        src[i, :n], src[i, n] = tokens, EOS_ID
+        tgt_out[i, :n], tgt_out[i, n] = tokens.flip(0), EOS_ID
+        tgt_in[i, 0], tgt_in[i, 1 : n + 1] = BOS_ID, tokens.flip(0)
+        sources.append([*tokens.tolist(), EOS_ID])
+    return src, tgt_in, tgt_out, sources
+
+
+@contextlib.contextmanager
+def single_thread() -> Iterator[None]:
+    """Tiny models gain nothing from two threads, and on a shared 2-core machine a second OpenMP thread
+    that waits for a busy core slows every op down many times over; restore the setting afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@functools.lru_cache(maxsize=1)
+def trained_reverse_model(steps: int = 250) -> Transformer:
+    with single_thread():
+        return _train(steps)
+
+
+def _train(steps: int) -> Transformer:
+    torch.manual_seed(0)
+    cfg = model_config(
+        "tiny",
+        overrides={
+            "d_model": 32,
+            "n_heads": 4,
+            "d_ff": 64,
+            "embedding_dropout": 0.0,
+            "residual_dropout": 0.0,
+            "attention_dropout": 0.0,
+            "relu_dropout": 0.0,
+        },
+    )
+    model = build_model(cfg, REVERSE_VOCAB)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        src, tgt_in, tgt_out, _ = reverse_batch(generator, 64)
+        logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, REVERSE_VOCAB), tgt_out.reshape(-1), ignore_index=PAD_ID)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()

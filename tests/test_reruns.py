@@ -37,7 +37,9 @@ TINY = {
 # stages land, e.g. a training parameter of one variant: only that variant's train job (and its
 # decode/score/table jobs) re-run, never the other variants'.
 PARAM_CASES = [
-    (("toyworld", "sizes", "train"), 12, {"toyworld"}, {"toyworld", "data_statistics"}),
+    # (the report's params, the resolved config, change too, but Snakemake names only the first
+    # reason, its updated inputs)
+    (("toyworld", "sizes", "train"), 12, {"toyworld"}, {"toyworld", "data_statistics", "report"}),
 ]
 DIRECTORY_OUTPUTS = """
 import json, sys
@@ -68,7 +70,7 @@ class WorkflowCopy:
     def from_repo(cls, root: Path) -> WorkflowCopy:
         for name in ("Snakefile", "config.yaml"):
             shutil.copy2(REPO / name, root / name)
-        for name in ("rules", "schemas", "envs"):
+        for name in ("rules", "schemas", "envs", "workflow"):
             shutil.copytree(REPO / name, root / name)
         shutil.copytree(REPO / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
         copy = cls(root)
@@ -157,12 +159,13 @@ def test_naming_a_table_runs_only_its_aggregation(workflow):
     for name in ("data_statistics.md", "data_statistics.csv"):
         (workflow.root / "results" / "tables" / name).unlink()
     assert set(workflow.planned("results/tables/data_statistics.md")) == {"data_statistics"}
+    assert set(workflow.planned()) == {"data_statistics", "report", "all"}
     result = workflow.run("--cores", "1", "results/tables/data_statistics.md")
     ran = re.findall(r"^(?:local)?rule (\w+):", result.stdout + result.stderr, re.M)
     assert ran == ["data_statistics"]
     table = (workflow.root / "results" / "tables" / "data_statistics.csv").read_text(encoding="utf-8")
     assert table.startswith("split,language,sentences,tokens,types")
-    assert workflow.planned() == {}
+    assert set(workflow.planned()) == {"report", "all"}  # the report is the only consumer left
 
 
 def test_editing_package_code_or_a_docstring_reruns_nothing(workflow):
@@ -186,7 +189,7 @@ def test_editing_a_rules_command_is_seen_as_a_code_change(workflow):
     assert "--corpus toyworld" in text
     rules.write_text(text.replace("--corpus toyworld", "--corpus toyworld-v2"), encoding="utf-8")
     planned = workflow.planned()
-    assert set(planned) == {"data_statistics", "all"}
+    assert set(planned) == {"data_statistics", "report", "all"}
     assert planned["data_statistics"][0].startswith("reason: Code has changed since last execution")
 
 
@@ -205,3 +208,12 @@ def test_changing_a_parameter_reruns_exactly_the_affected_jobs(workflow, key, va
         if any("Params have changed since last execution" in reason for reason in reasons)
     }
     assert by_params == params_changed
+
+
+def test_snakemake_html_report_collects_the_tables_and_the_report(workflow):
+    """`snakemake --report` builds offline from the report() outputs and their captions."""
+    workflow.run("--report", "report.html")
+    html = (workflow.root / "report.html").read_text(encoding="utf-8")
+    for name in ("data_statistics.md", "report.md", "Tables", "Report"):
+        assert name in html, name
+    assert "sacreBLEU signature, config hash, git commit" in html  # workflow/report/workflow.rst

@@ -45,6 +45,9 @@ DEBIAN_PACKAGES = ["slurm-wlm", "munge"]
 REQUIRED_PROGRAMS = ["munged", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scancel", "sinfo"]
 MARKER = "NMTV_TEST_SLURM_CLUSTER"
 PARTITION = "debug"
+# The executor plugin's job step strips every SLURM_* variable (SLURM_CONF included) before its
+# inner `srun`, so inside a job only the system location works -- as on a real cluster.
+SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 
 
 class ClusterError(RuntimeError):
@@ -183,9 +186,29 @@ class SlurmCluster:
         )
         log.close()
 
+    def link_system_conf(self) -> None:
+        """Point /etc/slurm/slurm.conf at our config; refuse to shadow a real installation's."""
+        if SYSTEM_CONF.is_symlink() and not Path(os.readlink(SYSTEM_CONF)).exists():
+            SYSTEM_CONF.unlink()  # left behind by a test cluster that was killed
+        if SYSTEM_CONF.exists() or SYSTEM_CONF.is_symlink():
+            raise ClusterError(
+                f"{SYSTEM_CONF} exists (a real or another test cluster's); the test cluster needs "
+                "that path for job steps and will not overwrite it"
+            )
+        SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
+        SYSTEM_CONF.symlink_to(self.conf_path)
+        self.linked_system_conf = True
+
+    def unlink_system_conf(self) -> None:
+        ours = SYSTEM_CONF.is_symlink() and Path(os.readlink(SYSTEM_CONF)) == self.conf_path
+        if getattr(self, "linked_system_conf", False) and ours:
+            SYSTEM_CONF.unlink()
+        self.linked_system_conf = False
+
     def start(self, timeout: float = 60) -> SlurmCluster:
         self.install_seconds = ensure_installed()
         self.write_config()
+        self.link_system_conf()
         munge_dir = self.root / "munge"
         self._spawn(
             "munged",
@@ -260,6 +283,7 @@ class SlurmCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.processes.clear()
+        self.unlink_system_conf()
 
     def __enter__(self) -> SlurmCluster:
         return self.start()

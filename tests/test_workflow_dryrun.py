@@ -114,3 +114,33 @@ def test_every_job_rule_declares_what_the_cluster_needs():
             if re.search(r"\bgpu\s*=", body):
                 assert "NMTV_LAUNCH" in body, f"{path.name}: GPU rule {name} must launch via NMTV_LAUNCH"
     assert checked >= 2
+
+
+def test_launcher_uses_torchrun_only_for_more_than_one_gpu(tmp_path):
+    """NMTV_LAUNCH from rules/common.smk, run for real: gpu=2 starts two processes via torchrun
+    (on CPU here; under SLURM the same command gets the allocation's GPUs)."""
+    (tmp_path / "Snakefile").write_text(
+        f'include: "{REPO / "rules" / "common.smk"}"\n\n'
+        "rule all:\n"
+        "    input: 'gpu1.txt', 'gpu2.txt'\n\n"
+        "rule launch:\n"
+        "    output: 'gpu{n}.txt'\n"
+        "    resources: gpu=lambda wildcards: int(wildcards.n)\n"
+        "    shell: NMTV_LAUNCH + ' --version > {output}'\n",
+        encoding="utf-8",
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "-p"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "torchrun --standalone --nproc_per_node=2 -m) nmtvariants --version" in result.stderr
+    assert (tmp_path / "gpu1.txt").read_text().splitlines() == ["nmtvariants 0.1.0"]
+    assert (tmp_path / "gpu2.txt").read_text().splitlines() == ["nmtvariants 0.1.0"] * 2

@@ -7,7 +7,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= all
 
-.PHONY: demo test test-slow lint format-check dryrun-experiments clean-results install
+# Debian packages the tests use as references or data: the Perl Lingua::Translit module (the ISO 9
+# oracle) and WordNet (METEOR). Installed when missing and we are root; otherwise we say what to run.
+DEBIAN_PACKAGES := liblingua-translit-perl wordnet-base wordnet-sense-index
+
+.PHONY: demo test test-slow lint clean-results install system-deps
 
 install: $(STAMP)
 
@@ -19,13 +23,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/snakemake --cores $(CORES) --configfile config.yaml
+system-deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "missing Debian packages: $$missing -- run: sudo apt-get install $$missing"; exit 1; fi; \
+	fi
 
-test: $(STAMP)
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --configfile config.yaml
+
+test: $(STAMP) system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)

@@ -23,6 +23,10 @@ validate(config, "schemas/config.schema.yaml")
 
 include: "rules/common.smk"
 include: "rules/toyworld.smk"
+include: "rules/download.smk"
+include: "rules/preprocess.smk"
+include: "rules/train.smk"
+include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 include: "rules/report.smk"
 

@@ -3,6 +3,8 @@
 
 localrules:
     data_statistics,
+    preprocessing_table,
+    scores_table,
 
 
 rule data_statistics:
@@ -17,11 +19,63 @@ rule data_statistics:
         csv="results/tables/data_statistics.csv",
     log:
         "logs/tables/data_statistics.log",
+    conda:
+        "../envs/nmtvariants.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
-    conda:
-        "../envs/nmtvariants.yaml"
     shell:
         "nmtvariants data-stats --corpus toyworld {input.texts} --out {output.md} > {log} 2>&1"
+
+
+rule preprocessing_table:
+    input:
+        unpack(preprocessing_table_inputs),
+    output:
+        md="results/tables/preprocessing.md",
+        csv="results/tables/preprocessing.csv",
+    log:
+        "logs/tables/preprocessing.log",
+    conda:
+        "../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        pairs=[
+            (name, pair)
+            for name, corpus in CORPORA.items()
+            for pair in corpus["pairs"]
+        ],
+    script:
+        "../workflow_scripts/preprocessing_table.py"
+
+
+rule scores_table:
+    input:
+        lambda wc: expand(
+            "results/{experiment}/{pair}/{variant}/{testset}.scores.json",
+            experiment=wc.experiment,
+            pair=EXPERIMENTS[wc.experiment]["pairs"],
+            variant=list(EXPERIMENTS[wc.experiment]["variants"]),
+            testset=EXPERIMENTS[wc.experiment]["evaluate"]["testsets"],
+        ),
+    output:
+        md="results/tables/{experiment}.md",
+        csv="results/tables/{experiment}.csv",
+    log:
+        "logs/tables/{experiment}.log",
+    wildcard_constraints:
+        experiment="|".join(EXPERIMENTS) or "(?!)",
+    conda:
+        "../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        title=lambda wc: f"{wc.experiment}: translation quality",
+    shell:
+        "nmtvariants scores-table {input} --title {params.title:q} --out {output.md} > {log} 2>&1"

@@ -11,18 +11,18 @@ rule toyworld:
         image_splits=expand("data/toyworld/image_splits/{split}.txt", split=SPLITS),
         images=directory("data/toyworld/images"),
         contrawsd="data/toyworld/contrawsd/en-de.json",
-    params:
-        seed=config["toyworld"]["seed"],
-        sizes=config["toyworld"]["sizes"],
-        image_size=config["toyworld"]["image_size"],
     log:
         "logs/toyworld.log",
+    conda:
+        "../envs/nmtvariants.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../envs/nmtvariants.yaml"
+    params:
+        seed=config["toyworld"]["seed"],
+        sizes=config["toyworld"]["sizes"],
+        image_size=config["toyworld"]["image_size"],
     shell:
         "nmtvariants toyworld --outdir data/toyworld --seed {params.seed}"
         " --train {params.sizes[train]} --valid {params.sizes[valid]} --test {params.sizes[test]}"

@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_FILES = sorted((REPO / "envs").glob("*.yaml"))
-FAMILIES = {"nmtvariants", "training", "vision", "syntax", "evaluation"}
+FAMILIES = {"nmtvariants", "text", "train", "vision", "syntax", "evaluate"}
 CORE = {
     "pyyaml", "jsonschema", "pandas", "tabulate", "tqdm", "matplotlib", "pillow", "sacremoses", "subword-nmt"
 }  # fmt: skip

@@ -113,7 +113,7 @@ def copy_workflow(root: Path) -> Path:
     root.mkdir()
     for name in ("Snakefile", "config.yaml"):
         shutil.copy2(REPO / name, root / name)
-    for name in ("rules", "schemas", "envs", "workflow", "src", "profiles"):
+    for name in ("rules", "schemas", "envs", "workflow", "workflow_scripts", "src", "profiles"):
         if (REPO / name).exists():
             shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     (root / "tiny.yaml").write_text(yaml.safe_dump(TINY), encoding="utf-8")

@@ -101,7 +101,7 @@ def test_lint_is_clean():
 
 def test_every_job_rule_declares_what_the_cluster_needs():
     """threads, mem_mb, runtime, log and conda on every rule that runs something; GPU rules launch
-    through NMTV_LAUNCH so that more than one GPU means torchrun."""
+    through launch() so that more than one GPU means torchrun."""
     sources = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
     checked = 0
     for path in sources:
@@ -112,21 +112,21 @@ def test_every_job_rule_declares_what_the_cluster_needs():
             for needed in ("threads:", "mem_mb=", "runtime=", "log:", "conda:"):
                 assert needed in body, f"{path.name}: rule {name} lacks `{needed}`"
             if re.search(r"\bgpu\s*=", body):
-                assert "NMTV_LAUNCH" in body, f"{path.name}: GPU rule {name} must launch via NMTV_LAUNCH"
+                assert "launch(" in body, f"{path.name}: GPU rule {name} must start via launch(...)"
     assert checked >= 2
 
 
 def test_launcher_uses_torchrun_only_for_more_than_one_gpu(tmp_path):
-    """NMTV_LAUNCH from rules/common.smk, run for real: gpu=2 starts two processes via torchrun
+    """launch() from rules/common.smk, run for real: gpu=2 starts two processes via torchrun
     (on CPU here; under SLURM the same command gets the allocation's GPUs)."""
     (tmp_path / "Snakefile").write_text(
         f'include: "{REPO / "rules" / "common.smk"}"\n\n'
         "rule all:\n"
         "    input: 'gpu1.txt', 'gpu2.txt'\n\n"
-        "rule launch:\n"
+        "rule probe:\n"
         "    output: 'gpu{n}.txt'\n"
         "    resources: gpu=lambda wildcards: int(wildcards.n)\n"
-        "    shell: NMTV_LAUNCH + ' --version > {output}'\n",
+        "    shell: launch('--version > {output}')\n",
         encoding="utf-8",
     )
     env = dict(os.environ)

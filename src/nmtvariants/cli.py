@@ -18,6 +18,8 @@ from nmtvariants.errors import NMTVariantsError
 # One line per stage module; each registers its own sub-commands.
 COMMAND_MODULES: list[str] = [
     "nmtvariants.reporting.cli",
+    "nmtvariants.corpora.cli",
+    "nmtvariants.evaluation.cli",
     "nmtvariants.reporting.report_cli",
 ]
 

@@ -73,7 +73,7 @@ def open_bytes(path: PathLike) -> IO[bytes]:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: file not found")
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
 def decode_line(raw: bytes, path: PathLike, line_number: int) -> str:

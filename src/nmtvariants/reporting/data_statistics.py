@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from nmtvariants.fileio import read_lines
 from nmtvariants.errors import InputError
+from nmtvariants.fileio import read_lines
 
 SPLIT_ORDER = {"train": 0, "valid": 1, "test": 2}
 

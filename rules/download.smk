@@ -1,0 +1,24 @@
+# Downloads: mirror first (config `mirror`), then upstream; checksums, retries, atomic extraction.
+# One rule per configured corpus, since a corpus's file list comes from the config.
+
+for _name, _corpus in DOWNLOADED_CORPORA.items():
+
+    rule:
+        name:
+            f"download_{_name}"
+        output:
+            raw_files(_name),
+        log:
+            f"logs/download/{_name}.log",
+        conda:
+            "../envs/nmtvariants.yaml"
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=240,
+        params:
+            source=_corpus["source"],
+            dest=f"data/{_name}/raw",
+            mirror=f"--mirror {config['mirror']}" if config.get("mirror") else "",
+        shell:
+            "nmtvariants download {params.source} --dest {params.dest} {params.mirror} > {log} 2>&1"

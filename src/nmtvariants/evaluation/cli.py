@@ -1,0 +1,194 @@
+"""Sub-commands of the evaluation stage: evaluate, significance, contrawsd, aer, symmetrize, ...
+
+Each command is a thin wrapper: parse paths, call one library function, write JSON atomically, print
+a one-line summary on stdout for humans and logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from nmtvariants.errors import ConfigError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("evaluate", help="sacreBLEU/chrF/TER, tokenised BLEU, METEOR, RIBES -> JSON")
+    p.add_argument("--hyp", type=Path, required=True, help="detokenised hypothesis, one sentence per line")
+    p.add_argument("--ref", type=Path, action="append", required=True, help="reference (repeat for more)")
+    p.add_argument("-l", "--lang", required=True, help="target language code (picks the BLEU tokenizer)")
+    p.add_argument(
+        "--metrics",
+        default="bleu,chrf,ter",
+        help="comma list of bleu,chrf,chrf++,ter,tok-bleu,meteor,ribes (default bleu,chrf,ter)",
+    )
+    p.add_argument(
+        "--tokenize", default=None, help="override the sacreBLEU tokenizer (13a, zh, ja-mecab, ...)"
+    )
+    p.add_argument(
+        "--nltk-data",
+        type=Path,
+        default=None,
+        help="folder for the WordNet copy METEOR needs (default $NMTVARIANTS_NLTK_DATA or ~/.cache)",
+    )
+    p.add_argument("--system", required=True, help="system name recorded in the JSON")
+    p.add_argument("--testset", required=True, help="test-set name recorded in the JSON")
+    p.add_argument("--json", type=Path, required=True, help="output JSON")
+    p.set_defaults(func=run_evaluate)
+
+    p = subparsers.add_parser("significance", help="paired bootstrap test of a system against a baseline")
+    p.add_argument("--baseline", type=Path, required=True)
+    p.add_argument("--system", type=Path, required=True)
+    p.add_argument("--ref", type=Path, action="append", required=True)
+    p.add_argument("-l", "--lang", default="", help="target language (picks the BLEU tokenizer)")
+    p.add_argument("--metrics", default="bleu", help="comma list of bleu,chrf,chrf++,ter (default bleu)")
+    p.add_argument("--samples", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--json", type=Path, required=True)
+    p.set_defaults(func=run_significance)
+
+    p = subparsers.add_parser("bleu-by-length", help="BLEU per source-length bucket (PASCAL Figure 2)")
+    p.add_argument("--src", type=Path, required=True, help="tokenised source (lengths = whitespace tokens)")
+    p.add_argument("--hyp", type=Path, required=True)
+    p.add_argument("--ref", type=Path, action="append", required=True)
+    p.add_argument("-l", "--lang", required=True)
+    p.add_argument("--edges", default="10,20,30,40,50", help="bucket edges, e.g. 10,20,30,40,50")
+    p.add_argument("--json", type=Path, required=True)
+    p.set_defaults(func=run_bleu_by_length)
+
+    p = subparsers.add_parser("contrawsd-expand", help="ContraWSD JSON -> (source, candidate) text files")
+    p.add_argument("--json", type=Path, required=True, help="ContraWSD test set (JSON array)")
+    p.add_argument("--source-out", type=Path, required=True)
+    p.add_argument("--candidate-out", type=Path, required=True)
+    p.set_defaults(func=run_contrawsd_expand)
+
+    p = subparsers.add_parser("contrawsd", help="ContraWSD accuracy from one score per expanded line")
+    p.add_argument("--json", type=Path, required=True, help="ContraWSD test set (JSON array)")
+    p.add_argument("--scores", type=Path, required=True, help="one score per line, in expansion order")
+    p.add_argument("--out-json", type=Path, required=True)
+    p.add_argument("--out-csv", type=Path, required=True)
+    p.add_argument("--maximize", action="store_true", help="higher is better (log-probabilities)")
+    p.set_defaults(func=run_contrawsd)
+
+    p = subparsers.add_parser("aer", help="alignment error rate against gold sure/possible links")
+    p.add_argument("--gold", type=Path, required=True)
+    p.add_argument("--hyp", type=Path, required=True, help="Pharaoh i-j links, 0-based, source-target")
+    p.add_argument(
+        "--format",
+        default="pharaoh",
+        choices=["hansards", "pharaoh", "talp", "berkeley"],
+        help="gold format (default pharaoh: i-j sure, i?j possible)",
+    )
+    p.add_argument("--one-based", action="store_true", help="gold indices start at 1 (talp/pharaoh files)")
+    p.add_argument("--reverse-gold", action="store_true", help="gold lists target position first")
+    p.add_argument("--json", type=Path, default=None, help="also write the result as JSON")
+    p.set_defaults(func=run_aer)
+
+    p = subparsers.add_parser("symmetrize", help="grow-diag-final-and of forward and reverse alignments")
+    p.add_argument("--fwd", type=Path, required=True)
+    p.add_argument("--rev", type=Path, required=True)
+    p.add_argument("-o", "--out", type=Path, required=True)
+    p.add_argument(
+        "--method",
+        default="grow-diag-final-and",
+        choices=["intersect", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and"],
+    )
+    p.set_defaults(func=run_symmetrize)
+
+
+def _comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def run_evaluate(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.evaluate import evaluate
+    from nmtvariants.evaluation.results import write_scores_json
+
+    scores = evaluate(args.hyp, args.ref, args.lang, _comma_list(args.metrics), args.tokenize, args.nltk_data)
+    write_scores_json(args.json, args.system, args.testset, scores)
+    summary = " ".join(f"{name}={record['score']:.2f}" for name, record in scores["scores"].items())
+    print(f"{args.system} {args.testset}: {summary}")
+
+
+def run_significance(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.inputs import read_hyp_refs, read_text
+    from nmtvariants.evaluation.results import file_record, write_json
+    from nmtvariants.evaluation.significance import paired_bootstrap
+
+    system, refs = read_hyp_refs(args.system, args.ref)
+    baseline = read_text(args.baseline)
+    result = paired_bootstrap(
+        baseline,
+        system,
+        refs,
+        args.lang,
+        _comma_list(args.metrics),
+        args.samples,
+        args.seed,
+        names=(args.baseline.name, args.system.name),
+    )
+    result["baseline_file"] = file_record(args.baseline)
+    result["system_file"] = file_record(args.system)
+    result["references"] = [file_record(ref) for ref in args.ref]
+    write_json(args.json, result)
+    for name, record in result["metrics"].items():
+        print(
+            f"{name}: {record['baseline']['score']:.2f} -> {record['system']['score']:.2f} "
+            f"(p = {record['p_value']:.4f})"
+        )
+
+
+def run_bleu_by_length(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.inputs import read_hyp_refs, read_text
+    from nmtvariants.evaluation.length_buckets import bleu_by_source_length
+    from nmtvariants.evaluation.results import write_json
+
+    try:
+        edges = [int(edge) for edge in _comma_list(args.edges)]
+    except ValueError:
+        raise ConfigError(f"--edges: expected comma-separated integers, got {args.edges!r}") from None
+    hyps, refs = read_hyp_refs(args.hyp, args.ref)
+    result = bleu_by_source_length(read_text(args.src), hyps, refs, args.lang, edges)
+    write_json(args.json, result)
+    print(
+        " ".join(
+            f"{row['bucket']}:{row['bleu'] if row['bleu'] is None else round(row['bleu'], 2)}"
+            for row in result["buckets"]
+        )
+    )
+
+
+def run_contrawsd_expand(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.contrawsd import write_expansion
+
+    count = write_expansion(args.json, args.source_out, args.candidate_out)
+    print(f"{count} (source, candidate) lines")
+
+
+def run_contrawsd(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.contrawsd import evaluate_contrawsd
+
+    result = evaluate_contrawsd(args.json, args.scores, args.out_json, args.out_csv, args.maximize)
+    print(f"total : {result['correct']} {result['n_elements']} {result['accuracy']}")
+
+
+def run_aer(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.alignment import alignment_error_rate, read_alignments
+    from nmtvariants.evaluation.results import write_json
+
+    gold = read_alignments(
+        args.gold, args.format, one_based=args.one_based or None, reverse=args.reverse_gold
+    )
+    hyp = [g.possible for g in read_alignments(args.hyp, "pharaoh")]
+    result = alignment_error_rate(hyp, gold)
+    if args.json is not None:
+        write_json(args.json, {**result, "gold": str(args.gold), "hyp": str(args.hyp), "format": args.format})
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}))
+
+
+def run_symmetrize(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.symmetrize import symmetrize_files
+
+    count = symmetrize_files(args.fwd, args.rev, args.out, args.method)
+    print(f"{count} sentence pairs symmetrised ({args.method})")

@@ -1,0 +1,54 @@
+"""A bad config stops at start-up with the key's path, both in the library and in Snakemake."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from nmtvariants.config import check_config
+from nmtvariants.errors import ConfigError
+
+
+@pytest.fixture()
+def default_config(repo_root):
+    return yaml.safe_load((repo_root / "config.yaml").read_text())
+
+
+@pytest.fixture()
+def schema(repo_root):
+    return repo_root / "schemas" / "config.schema.yaml"
+
+
+def test_default_config_is_valid(default_config, schema):
+    check_config(default_config, schema)
+
+
+def test_wrong_type_names_nested_key_path(default_config, schema):
+    default_config["toyworld"]["sizes"]["train"] = "many"
+    with pytest.raises(ConfigError) as error:
+        check_config(default_config, schema)
+    assert "toyworld.sizes.train: 'many' is not of type 'integer'" in str(error.value)
+
+
+def test_unknown_key_names_its_path(default_config, schema):
+    default_config["toyworld"]["imgae_size"] = 32
+    with pytest.raises(ConfigError) as error:
+        check_config(default_config, schema)
+    assert "toyworld.imgae_size: unknown key" in str(error.value)
+
+
+def test_snakemake_stops_at_startup_naming_the_key(repo_root, tmp_path):
+    bad = yaml.safe_load((repo_root / "config.yaml").read_text())
+    bad["toyworld"]["sizes"]["valid"] = -3
+    config_path = tmp_path / "bad.yaml"
+    config_path.write_text(yaml.safe_dump(bad))
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--configfile", str(config_path),
+         "--snakefile", str(repo_root / "Snakefile"), "--directory", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode != 0
+    assert "toyworld.sizes.valid: -3 is less than the minimum of 1" in result.stdout + result.stderr

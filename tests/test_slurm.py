@@ -27,10 +27,18 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 # The smallest default config: toyworld at its smallest; every stage the default target enables.
-TINY = {
-    "toyworld": {"seed": 7, "sizes": {"train": 40, "valid": 4, "test": 4}, "image_size": 16},
-    "corpora": ["toyworld"],
-}
+TINY = {  # merged key by key into config.yaml
+    "toyworld": {"seed": 7, "sizes": {"train": 300, "valid": 20, "test": 20}, "image_size": 16},
+    "corpora": {"toyworld": {"pairs": ["en-de"], "preprocess": {"bpe": {"merges": 200, "threshold": 2}}}},
+    "experiments": {
+        "baseline": {
+            "train": {"max_updates": 20, "batch_tokens": 512, "warmup": 10, "save_every": 10,
+                      "keep_last": 2, "valid_every": 10},
+            "average_last": 2,
+            "evaluate": {"beam": 2},
+        }
+    },
+}  # fmt: skip
 # Test-cluster settings on top of profiles/slurm: poll with squeue (no slurmdbd here) and start
 # polling after 2 s instead of 40 s, so that short jobs do not wait for minutes.
 SLURM_ARGS = [

@@ -14,6 +14,9 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
 validate(config, "schemas/config.schema.yaml")
 
@@ -25,9 +28,11 @@ include: "rules/preprocess.smk"
 include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/tables.smk"
+include: "rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         all_tables(),
+        "results/report.md",

@@ -178,3 +178,18 @@ def preprocessing_table_inputs(wildcards):
                     lang=lang,
                 )
     return inputs
+
+
+# How a job starts the CLI: `shell: launch("train ...")`, with gpu=N among the job's resources.
+# With N > 1 the job runs under torchrun, one DDP process per GPU of the allocation (SLURM gives
+# the job N GPUs through the profile's --gpus=N); otherwise it runs the CLI directly. The GPU count
+# lives in resources, not params, so moving a run to more GPUs does not by itself retrain it.
+NMTV_LAUNCH = (
+    "$(test {resources.gpu} -gt 1"
+    " && echo torchrun --standalone --nproc_per_node={resources.gpu} -m) nmtvariants"
+)
+
+
+def launch(command):
+    """The shell command `nmtvariants <command>`, under torchrun when the job asks for > 1 GPU."""
+    return f"{NMTV_LAUNCH} {command}"

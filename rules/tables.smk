@@ -11,7 +11,11 @@ rule data_statistics:
     input:
         texts=expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS),
     output:
-        md="results/tables/data_statistics.md",
+        md=report(
+            "results/tables/data_statistics.md",
+            caption="../workflow/report/data_statistics.rst",
+            category="Tables",
+        ),
         csv="results/tables/data_statistics.csv",
     log:
         "logs/tables/data_statistics.log",

@@ -23,14 +23,11 @@ rule train:
     params:
         settings=lambda wc: json.dumps(run_settings(wc), sort_keys=True),
         outdir="models/{experiment}/{pair}/{variant}",
-        launch=lambda wc: (
-            f"torchrun --standalone --nproc_per_node {gpus(wc)} -m nmtvariants"
-            if gpus(wc) > 1
-            else "nmtvariants"
-        ),
     shell:
-        "{params.launch} train --config-json {params.settings:q} --outdir {params.outdir}"
-        " --threads {threads} --no-progress > {log} 2>&1"
+        launch(
+            "train --config-json {params.settings:q} --outdir {params.outdir}"
+            " --threads {threads} --no-progress > {log} 2>&1"
+        )
 
 
 rule average:

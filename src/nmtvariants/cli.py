@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "nmtvariants.text.cli",
     "nmtvariants.inference.cli",
     "nmtvariants.training.cli",
+    "nmtvariants.reporting.report_cli",
 ]
 
 

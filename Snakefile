@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
-from nmtvariants.config import check_config
+from nmtvariants.config import check_config, check_experiments
 
 min_version("9.0")
 
@@ -19,6 +19,7 @@ report: "workflow/report/workflow.rst"
 
 check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
 validate(config, "schemas/config.schema.yaml")
+check_experiments(config.get("experiments", {}))
 
 
 include: "rules/common.smk"

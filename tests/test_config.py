@@ -52,3 +52,30 @@ def test_snakemake_stops_at_startup_naming_the_key(repo_root, tmp_path):
     )
     assert result.returncode != 0
     assert "toyworld.sizes.valid: -3 is less than the minimum of 1" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "expected"),
+    [
+        ("train", "warmpu", 100, "experiments.baseline.train.warmpu: unknown key"),
+        ("train", "max_updates", "many", "experiments.baseline.train.max_updates: expected int"),
+        ("model", "d_modle", 64, "experiments.baseline.model: unknown override(s) d_modle"),
+    ],
+)
+def test_experiment_settings_checked_with_their_path(default_config, section, key, value, expected):
+    from nmtvariants.config import check_experiments
+
+    default_config["experiments"]["baseline"][section][key] = value
+    with pytest.raises(ConfigError) as error:
+        check_experiments(default_config["experiments"])
+    assert expected in str(error.value)
+
+
+def test_unknown_variant_switch_names_the_variant(default_config):
+    from nmtvariants.config import check_experiments
+
+    default_config["experiments"]["baseline"]["variants"]["baseline"] = {"shortcutz": True}
+    with pytest.raises(ConfigError) as error:
+        check_experiments(default_config["experiments"])
+    assert "experiments.baseline.variants.baseline" in str(error.value)
+    assert "shortcutz" in str(error.value)

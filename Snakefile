@@ -11,7 +11,11 @@ from nmtvariants.config import check_config, check_experiments
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# The embedded default, unless a config is named on the command line (--configfile
+# experiments/<paper>.yaml replaces it instead of being merged into it).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 report: "workflow/report/workflow.rst"

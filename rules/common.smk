@@ -12,6 +12,12 @@ TOY_LANGS = [
 ]  # en is the source; de, ru (Cyrillic), fr are targets
 TOY_TARGETS = ["de", "ru", "fr"]
 CORPORA = config.get("corpora", {})
+TOYWORLD = {
+    "seed": 1234,
+    "image_size": 64,
+    **config.get("toyworld", {}),
+    "sizes": {"train": 20000, "valid": 500, "test": 500, **config.get("toyworld", {}).get("sizes", {})},
+}
 DOWNLOADED_CORPORA = {
     name: corpus for name, corpus in CORPORA.items() if corpus["source"] != "toyworld"
 }
@@ -67,6 +73,14 @@ def pair_split_files(name, pair, stage):
         split=corpus_splits(name),
         lang=pair.split("-"),
     )
+
+
+def statistics_inputs():
+    """Raw text of every configured corpus (toyworld always: it is the default test bed)."""
+    files = expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS)
+    for name in DOWNLOADED_CORPORA:
+        files += raw_files(name)
+    return files
 
 
 def all_tables():

@@ -9,7 +9,7 @@ localrules:
 
 rule data_statistics:
     input:
-        texts=expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS),
+        texts=statistics_inputs(),
     output:
         md=report(
             "results/tables/data_statistics.md",
@@ -26,7 +26,7 @@ rule data_statistics:
         mem_mb=1000,
         runtime=10,
     shell:
-        "nmtvariants data-stats --corpus toyworld {input.texts} --out {output.md} > {log} 2>&1"
+        "nmtvariants data-stats {input.texts} --out {output.md} > {log} 2>&1"
 
 
 rule preprocessing_table:

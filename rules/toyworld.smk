@@ -20,9 +20,9 @@ rule toyworld:
         mem_mb=2000,
         runtime=30,
     params:
-        seed=config["toyworld"]["seed"],
-        sizes=config["toyworld"]["sizes"],
-        image_size=config["toyworld"]["image_size"],
+        seed=TOYWORLD["seed"],
+        sizes=TOYWORLD["sizes"],
+        image_size=TOYWORLD["image_size"],
     shell:
         "nmtvariants toyworld --outdir data/toyworld --seed {params.seed}"
         " --train {params.sizes[train]} --valid {params.sizes[valid]} --test {params.sizes[test]}"

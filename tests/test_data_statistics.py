@@ -14,16 +14,18 @@ def test_data_stats_on_real_multi30k(tmp_path, shared_data):
     files = []
     for split, name in [("valid", "val"), ("test", "test_2016_flickr")]:
         for lang in ("en", "de"):
-            target = tmp_path / f"{split}.{lang}"
+            target = tmp_path / "multi30k" / "raw" / f"{split}.{lang}"
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(gzip.decompress((raw / f"{name}.{lang}.gz").read_bytes()))
             files.append(target)
     out = tmp_path / "stats.md"
-    assert main(["data-stats", "--corpus", "multi30k", *map(str, files), "--out", str(out)]) == 0
+    assert main(["data-stats", *map(str, files), "--out", str(out)]) == 0
     table = pd.read_csv(out.with_suffix(".csv"))
     assert list(table["split"]) == ["valid", "valid", "test", "test"]
+    assert set(table["corpus"]) == {"multi30k"}
     for row in table.itertuples():
-        lines = (tmp_path / f"{row.split}.{row.language}").read_text(encoding="utf-8").splitlines()
+        lines = (tmp_path / "multi30k/raw" / f"{row.split}.{row.language}").read_text(encoding="utf-8").splitlines()
         words = [word for line in lines for word in line.split()]
         assert (row.sentences, row.tokens, row.types) == (len(lines), len(words), len(set(words)))
     assert table.loc[table["split"] == "test", "sentences"].tolist() == [1000, 1000]
-    assert out.read_text().startswith("# Data statistics: multi30k")
+    assert out.read_text().startswith("# Data statistics")

@@ -13,8 +13,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "data-stats", help="sentences, tokens and types per split and language"
     )
-    parser.add_argument("texts", nargs="+", type=Path, help="files named <split>.<lang>")
-    parser.add_argument("--corpus", default="corpus", help="corpus name for the title")
+    parser.add_argument(
+        "texts", nargs="+", type=Path, help="files data/<corpus>/raw/<split>.<lang> (corpus from the path)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
     parser.set_defaults(func=run_data_stats)
 
@@ -37,6 +38,6 @@ def run_data_stats(args: argparse.Namespace) -> None:
     write_table(
         frame,
         args.out,
-        title=f"Data statistics: {args.corpus}",
+        title="Data statistics",
         notes="Tokens are whitespace-separated words of the raw text.",
     )

@@ -21,6 +21,11 @@ def split_and_language(path: Path) -> tuple[str, str]:
     return split, language
 
 
+def corpus_name(path: Path) -> str:
+    """``data/<corpus>/raw/<split>.<lang>`` -> ``<corpus>``; otherwise the file's folder name."""
+    return path.parent.parent.name if path.parent.name == "raw" else path.parent.name
+
+
 def text_statistics(paths: list[Path]) -> pd.DataFrame:
     rows = []
     for path in paths:
@@ -34,6 +39,7 @@ def text_statistics(paths: list[Path]) -> pd.DataFrame:
             types.update(words)
         rows.append(
             {
+                "corpus": corpus_name(path),
                 "split": split,
                 "language": language,
                 "sentences": sentences,
@@ -44,4 +50,5 @@ def text_statistics(paths: list[Path]) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows)
     frame["_order"] = frame["split"].map(SPLIT_ORDER).fillna(len(SPLIT_ORDER))
-    return frame.sort_values(["_order", "language"]).drop(columns="_order").reset_index(drop=True)
+    frame = frame.sort_values(["corpus", "_order", "split", "language"], kind="stable")
+    return frame.drop(columns="_order").reset_index(drop=True)

@@ -187,7 +187,7 @@ def run_reference(args: argparse.Namespace, data: Path) -> dict:
 
 # --------------------------------------------------------------------------- driver
 def run_mode(mode: str, args: argparse.Namespace, data: Path) -> dict:
-    n = min(args.n, args.nocache_n) if mode == "nocache_beam" else args.n
+    n = min(args.n, args.floor_n) if mode in ("nocache_beam", "ref_greedy") else args.n
     cmd = [
         sys.executable,
         __file__,
@@ -271,7 +271,8 @@ def summarise(runs: list[dict]) -> dict:
 
 def markdown(summary: dict, meta: dict) -> str:
     lines = [
-        "# Decoding speed: fixed 30-token outputs, beam 5, batch 64, small model (3+3, d 256), 2 threads",
+        "# Decoding speed: fixed 30-token outputs, beam 5, batch 64, small model (3+3, d 256), "
+        f"{meta['threads']} thread(s)",
         "",
         f"Measured {meta['date']} on {meta['machine']}, torch {meta['torch']}, {meta['rounds']} rounds "
         f"(median, min-max), output vocabulary {meta['vocab_size']}. Command: `{meta['command']}`.",
@@ -312,7 +313,12 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--nocache-n", type=int, default=64, help="sentences for the slow no-cache mode")
+    parser.add_argument(
+        "--floor-n",
+        type=int,
+        default=64,
+        help="sentences (the first ones) for the slow modes without a cache",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64)

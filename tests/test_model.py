@@ -186,6 +186,14 @@ def test_fused_sdpa_equals_small_query_matmul_path():
     torch.testing.assert_close(fused, small, atol=1e-5, rtol=1e-5)
 
 
+def test_blocked_output_projection_equals_one_gemm():
+    model = build_model(model_config("tiny"), 3000).eval()
+    states = torch.randn(7, 3, 64)
+    weight = model.tgt_embed.table.weight
+    with torch.no_grad():
+        torch.testing.assert_close(model.project(states), states @ weight.T, atol=1e-5, rtol=1e-5)
+
+
 def test_dropouts_are_active_in_training_only():
     torch.manual_seed(0)
     cfg = model_config("tiny", overrides={"embedding_dropout": 0.3, "attention_dropout": 0.3})

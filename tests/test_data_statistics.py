@@ -24,7 +24,8 @@ def test_data_stats_on_real_multi30k(tmp_path, shared_data):
     assert list(table["split"]) == ["valid", "valid", "test", "test"]
     assert set(table["corpus"]) == {"multi30k"}
     for row in table.itertuples():
-        lines = (tmp_path / "multi30k/raw" / f"{row.split}.{row.language}").read_text(encoding="utf-8").splitlines()
+        path = tmp_path / "multi30k/raw" / f"{row.split}.{row.language}"
+        lines = path.read_text(encoding="utf-8").splitlines()
         words = [word for line in lines for word in line.split()]
         assert (row.sentences, row.tokens, row.types) == (len(lines), len(words), len(set(words)))
     assert table.loc[table["split"] == "test", "sentences"].tolist() == [1000, 1000]

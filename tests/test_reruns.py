@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from workflow_configs import write_config
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {
@@ -96,7 +96,7 @@ class WorkflowCopy:
         return WorkflowCopy(root)
 
     def write_config(self) -> None:
-        (self.root / "tiny.yaml").write_text(yaml.safe_dump(self.config), encoding="utf-8")
+        write_config(self.root / "tiny.yaml", self.config)
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         env = dict(os.environ)
@@ -177,7 +177,7 @@ def test_naming_a_table_runs_only_its_aggregation(workflow):
     ran = re.findall(r"^(?:local)?rule (\w+):", result.stdout + result.stderr, re.M)
     assert ran == ["data_statistics"]
     table = (workflow.root / "results" / "tables" / "data_statistics.csv").read_text(encoding="utf-8")
-    assert table.startswith("split,language,sentences,tokens,types")
+    assert table.startswith("corpus,split,language,sentences,tokens,types")
     assert set(workflow.planned()) == {"report", "all"}  # the report is the only consumer left
 
 
@@ -208,7 +208,7 @@ def test_editing_a_rules_command_is_seen_as_a_code_change(workflow):
 
 @pytest.mark.parametrize(("key", "value", "params_changed", "reruns"), PARAM_CASES)
 def test_changing_a_parameter_reruns_exactly_the_affected_jobs(workflow, key, value, params_changed, reruns):
-    node = workflow.config  # tiny.yaml, which Snakemake merges key by key into config.yaml
+    node = workflow.config  # the overrides written into tiny.yaml
     for part in key[:-1]:
         node = node.setdefault(part, {})
     node[key[-1]] = value

@@ -62,7 +62,7 @@ def planned_jobs(stdout: str) -> dict[str, list[str]]:
 
 
 def test_default_config_plans_under_the_slurm_profile():
-    result = snakemake("-n", "--profile", "profiles/slurm")
+    result = snakemake("-n", "--forceall", "--profile", "profiles/slurm")
     assert result.returncode == 0, result.stdout + result.stderr
     jobs = planned_jobs(result.stdout)
     assert "toyworld" in jobs and "data_statistics" in jobs, result.stdout
@@ -75,6 +75,7 @@ def test_default_config_plans_under_the_slurm_profile():
 def test_partition_and_account_come_from_the_environment():
     result = snakemake(
         "-n",
+        "--forceall",
         "--profile",
         "profiles/slurm",
         env_extra={"NMTV_SLURM_PARTITION": "gpu-a100", "NMTV_SLURM_ACCOUNT": "nmt-lab"},
@@ -88,7 +89,9 @@ def test_partition_and_account_come_from_the_environment():
 
 @pytest.mark.parametrize("configfile", EXPERIMENTS, ids=lambda path: path.stem)
 def test_every_experiment_config_plans_under_the_slurm_profile(configfile):
-    result = snakemake("-n", "--profile", "profiles/slurm", "--configfile", str(configfile.relative_to(REPO)))
+    result = snakemake(
+        "-n", "--forceall", "--profile", "profiles/slurm", "--configfile", str(configfile.relative_to(REPO))
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert planned_jobs(result.stdout), f"{configfile.name}: the dry run planned no jobs"
 

@@ -11,7 +11,7 @@ CORES ?= all
 # oracle) and WordNet (METEOR). Installed when missing and we are root; otherwise we say what to run.
 DEBIAN_PACKAGES := liblingua-translit-perl wordnet-base wordnet-sense-index
 
-.PHONY: demo test test-slow lint clean-results install system-deps
+.PHONY: demo test lint clean-results install system-deps
 
 install: $(STAMP)
 
@@ -34,15 +34,14 @@ system-deps:
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 
+# The whole suite, long tests included (plain `pytest` runs the fast ones only).
 test: $(STAMP) system-deps
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
-
-test-slow: $(STAMP) system-deps
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m slow
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m "slow or not slow" --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests workflow_scripts benchmarks
-	$(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile rules
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 clean-results:
 	rm -rf results data models logs

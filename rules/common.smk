@@ -1,4 +1,5 @@
 import json
+import shlex
 
 # Shared names, wildcard constraints and target lists. Rules pass paths and parameters; all logic
 # lives in src/nmtvariants.
@@ -30,6 +31,10 @@ wildcard_constraints:
     tgt="[a-z]+",
     lang="[a-z]+",
     split="[A-Za-z0-9_-]+",
+
+
+def as_list(value):
+    return value if isinstance(value, list) else [value]
 
 
 def corpus_languages(name):
@@ -76,8 +81,10 @@ def pair_split_files(name, pair, stage):
 
 
 def statistics_inputs():
-    """Raw text of every configured corpus (toyworld always: it is the default test bed)."""
-    files = expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS)
+    """Raw text of every configured corpus (all of toyworld's languages when it is one of them)."""
+    files = []
+    if len(DOWNLOADED_CORPORA) < len(CORPORA) or not CORPORA:
+        files += expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS)
     for name in DOWNLOADED_CORPORA:
         files += raw_files(name)
     return files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,7 +21,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Mirror first (a folder or URL prefix laid out like shared/data), then upstream; "
         "sha256/md5 verified; DIR/manifest.json lists the outputs with their sha256.",
     )
-    download.add_argument("name", nargs="?", help="catalogue name, e.g. multi30k or wmt14/full:en-de")
+    download.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="catalogue names, e.g. multi30k, or wmt14_ende wmt13:en-de wmt14/full:en-de into one DIR",
+    )
     download.add_argument("--dest", type=Path, help="output folder")
     download.add_argument("--mirror", help="local folder or URL prefix tried before upstream")
     download.add_argument("--retries", type=int, default=3, help="attempts per source (default 3)")
@@ -57,20 +63,24 @@ def run_download(args: argparse.Namespace) -> None:
             )
             print(f"{corpus.name:24s} {corpus.description}{flag}{mirror}")
         return
-    if not args.name or args.dest is None:
+    if not args.names or args.dest is None:
         raise ConfigError("download: give a corpus NAME and --dest DIR (or --list)")
     if args.retries < 1:
         raise ConfigError("download: --retries must be at least 1")
-    manifest = download_corpus(
-        args.name,
-        args.dest,
-        mirror=args.mirror,
-        retries=args.retries,
-        backoff=args.backoff,
-        timeout=args.timeout,
-    )
-    summary = {name: entry.get("lines") for name, entry in manifest["outputs"].items()}
-    print(json.dumps({"corpus": manifest["corpus"], "outputs": summary}), file=sys.stderr)
+    for name in args.names:
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        manifest_name = "manifest.json" if len(args.names) == 1 else f"manifest.{safe}.json"
+        manifest = download_corpus(
+            name,
+            args.dest,
+            mirror=args.mirror,
+            retries=args.retries,
+            backoff=args.backoff,
+            timeout=args.timeout,
+            manifest_name=manifest_name,
+        )
+        summary = {output: entry.get("lines") for output, entry in manifest["outputs"].items()}
+        print(json.dumps({"corpus": manifest["corpus"], "outputs": summary}), file=sys.stderr)
 
 
 def run_europarl_intersect(args: argparse.Namespace) -> None:

@@ -265,8 +265,12 @@ def download_corpus(
     backoff: float = 1.0,
     max_backoff: float = 30.0,
     timeout: float = 60.0,
+    manifest_name: str = MANIFEST,
 ) -> dict:
     """Download and extract ``corpus`` into ``dest`` as ``{split}.{lang}`` files; return the manifest.
+
+    Several corpora may share one ``dest`` (training data plus its test sets) with one
+    ``manifest_name`` each.
 
     Raw downloads stay in ``dest/downloads`` (re-used when their pins still match). The manifest
     (``dest/manifest.json``) records where each file came from and the sha256 and line count of
@@ -301,7 +305,7 @@ def download_corpus(
             for name, lines in counts.items()
         },
     }
-    with atomic_write(dest / MANIFEST) as out:
+    with atomic_write(dest / manifest_name) as out:
         json.dump(manifest, out, indent=2, ensure_ascii=False)
         out.write("\n")
     return manifest

@@ -147,3 +147,32 @@ def test_threads_from_config_or_environment(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert resolve_threads(None) == 1 and torch.get_num_threads() == 1
     assert resolve_threads(2) == 2 and torch.get_num_threads() == 2
+
+
+def test_changed_settings_train_from_scratch_and_keep_the_old_checkpoints(corpus, tmp_path):
+    """Snakemake re-runs a training job when its params change: the old checkpoints must not be
+    resumed (that would mix two experiments) but are kept, renamed."""
+    train(parse_run_config(run_config(corpus, max_updates=10)), tmp_path)
+    trainer = Trainer(parse_run_config(run_config(corpus, max_updates=10, warmup=4)), tmp_path)
+    assert trainer.resumed_from is None and trainer.state.update == 0
+    stale = list(tmp_path.glob("checkpoints.stale-*"))
+    assert len(stale) == 1 and (stale[0] / "checkpoint_10.pt").exists()
+    assert not (tmp_path / "checkpoints").exists()
+
+
+def test_resumable_changes_keep_resuming(corpus, tmp_path):
+    from nmtvariants.training.train_config import resume_conflicts
+
+    base = run_config(corpus, max_updates=10)
+    longer = run_config(corpus, max_updates=30, save_every=10, patience=2, max_minutes=5.0)
+    assert resume_conflicts(base, longer) == []
+    assert resume_conflicts(base, run_config(corpus, lr_peak=1e-3)) == ["train.lr_peak: 0.003 -> 0.001"]
+    assert resume_conflicts(base, run_config(corpus, model={"d_ff": 32})) == ["model.d_ff: 64 -> 32"]
+
+
+def test_max_minutes_stops_training_and_saves(corpus, tmp_path):
+    result = train(parse_run_config(run_config(corpus, max_updates=1000, max_minutes=0.0)), tmp_path)
+    assert result.stop_reason == "max_minutes"
+    assert result.update == 1
+    assert (tmp_path / "final.pt").exists()
+    assert load_checkpoint(tmp_path / "checkpoints" / "checkpoint_1.pt")["update"] == 1

@@ -66,6 +66,7 @@ class TrainSettings:
     seed: int = 1
     amp: str = "none"
     max_epochs: int | None = None
+    max_minutes: float | None = None  # wall-clock budget of the training loop (validation included)
     threads: int | None = None
     device: str = "auto"
     maxi_batch: int = 40
@@ -179,6 +180,43 @@ def _check_data(data: DataSettings) -> None:
         raise ConfigError("data.train_src, data.train_tgt: required (or data.train_bin)")
     if (data.valid_src is None) != (data.valid_tgt is None):
         raise ConfigError("data.valid_src, data.valid_tgt: give both or neither")
+
+
+# Settings a resumed run may change without invalidating its checkpoints: how long to train, how
+# often to log, save and validate, and where. Any other change (model, variant, data, optimiser,
+# batching, seed) means the checkpoints belong to another experiment.
+RESUMABLE_CHANGES = frozenset(
+    {
+        "max_updates",
+        "max_epochs",
+        "max_minutes",
+        "patience",
+        "save_every",
+        "keep_last",
+        "valid_every",
+        "valid_batch_tokens",
+        "log_every",
+        "progress",
+        "tensorboard",
+        "threads",
+        "device",
+        "compile",
+    }
+)
+
+
+def resume_conflicts(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Key paths whose values differ between a checkpoint's run config and this run's, beyond the
+    settings in :data:`RESUMABLE_CHANGES`."""
+    conflicts = []
+    for section in ("data", "model", "variant", "train"):
+        old, new = saved.get(section) or {}, current.get(section) or {}
+        for key in sorted(set(old) | set(new)):
+            if section == "train" and key in RESUMABLE_CHANGES:
+                continue
+            if old.get(key) != new.get(key):
+                conflicts.append(f"{section}.{key}: {old.get(key)!r} -> {new.get(key)!r}")
+    return conflicts
 
 
 def parse_run_config(raw: Any, source: str = "config") -> RunConfig:

@@ -47,7 +47,7 @@ from nmtvariants.training.distributed import DistInfo, all_reduce_sum, barrier, 
 from nmtvariants.training.logging_utils import TrainLogger, perplexity
 from nmtvariants.training.loss import label_smoothed_nll
 from nmtvariants.training.schedule import NoamSchedule, scale_for_peak
-from nmtvariants.training.train_config import RunConfig, TrainSettings
+from nmtvariants.training.train_config import RunConfig, TrainSettings, resume_conflicts
 
 log = logging.getLogger(__name__)
 
@@ -303,17 +303,41 @@ class Trainer:
         self.loss_module = loss_module
 
     # ------------------------------------------------------------------ checkpoints
+    def _set_aside_foreign_checkpoints(self, saved_config: dict[str, Any] | None) -> bool:
+        """Move checkpoints written under another configuration out of the way; True if moved.
+
+        Snakemake re-runs a training job when its parameters change; resuming from the old run's
+        checkpoints would silently mix two experiments, so they are kept (renamed) but not used.
+        """
+        conflicts = resume_conflicts(saved_config or {}, self.config.to_dict())
+        if not conflicts:
+            return False
+        barrier(self.info)
+        if self.info.is_main:
+            stale = self.ckpt_dir.with_name(f"checkpoints.stale-{time.strftime('%Y%m%d-%H%M%S')}")
+            self.ckpt_dir.rename(stale)
+            log.warning(
+                "%s were written with another configuration (%s); moved to %s, training from scratch",
+                self.ckpt_dir,
+                "; ".join(conflicts[:5]),
+                stale,
+            )
+        barrier(self.info)
+        return True
+
     def _resume(self) -> None:
         found = ckpt.latest_valid_checkpoint(self.ckpt_dir)
         if found is None:
             return
         path, state = found
+        if self._set_aside_foreign_checkpoints(state.get("train_config")):
+            return
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
         self.state = TrainerState.from_dict(state["trainer"])
-        if self.state.stop_reason in ("max_updates", "max_epochs"):
+        if self.state.stop_reason in ("max_updates", "max_epochs", "max_minutes"):
             self.state.stop_reason = None  # re-checked against this run's (maybe larger) limits
         rngs = state.get("rng") or []
         if len(rngs) == self.info.world_size:
@@ -464,6 +488,11 @@ class Trainer:
         return bool(self.train_cfg.patience) and self.state.bad_validations >= self.train_cfg.patience
 
     # ------------------------------------------------------------------ the loop
+    def _out_of_time(self, max_minutes: float) -> bool:
+        """Whether the wall-clock budget is spent; every DDP rank takes the same decision."""
+        over = torch.tensor(float(self.state.elapsed_s >= 60.0 * max_minutes), device=self.info.device)
+        return bool(all_reduce_sum(over, self.info).item() > 0)
+
     def train(self) -> TrainResult:
         cfg, info = self.train_cfg, self.info
         self.outdir.mkdir(parents=True, exist_ok=True)
@@ -562,6 +591,8 @@ class Trainer:
                             cfg.patience,
                         )
                 self.state.elapsed_s = time.perf_counter() - run_start
+                if cfg.max_minutes is not None and self._out_of_time(cfg.max_minutes):
+                    self.state.stop_reason = "max_minutes"
                 if update % cfg.save_every == 0 or self.state.stop_reason:
                     self.save()
                     saved_at = update

@@ -10,10 +10,9 @@ from nmtvariants.cli import main
 from nmtvariants.corpora import multi30k
 from nmtvariants.corpora.alignments import (
     out_of_range,
+    read_alignments,
     read_bar_bitext,
-    read_naacl,
     read_snum_sentences,
-    read_talp,
     read_wpt,
 )
 from nmtvariants.corpora.contrawsd import read_wmt18_suite
@@ -86,9 +85,9 @@ def test_wmt18_suite_reader_on_real_files(shared_data: Path) -> None:
 
 def test_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
     folder = shared_data / HANSARDS
-    naacl = read_naacl(folder / "test.align")  # (French, English), 0-based
-    talp = read_talp(
-        folder / "crossalign.enfr.talp", one_based=True, reverse=True
+    naacl = read_alignments(folder / "test.align", "berkeley")  # (French, English), 0-based
+    talp = read_alignments(
+        folder / "crossalign.enfr.talp", "talp", one_based=True, reverse=True
     )  # (English, French) -> swap
     assert len(naacl) == len(talp) == 447
     assert naacl == talp
@@ -99,11 +98,11 @@ def test_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
     assert out_of_range(naacl, map(len, french), map(len, english)) == []
     pairs = read_bar_bitext(folder / "crossalign.test.en-fr")
     assert [len(e) for e, _ in pairs] == [len(e) for e in english]
-    assert len(read_naacl(folder / "trial.align")) == 37
+    assert len(read_alignments(folder / "trial.align", "berkeley")) == 37
 
 
 def test_wpt_answer_format_equals_naacl_links(tmp_path: Path, shared_data: Path) -> None:
-    naacl = read_naacl(shared_data / HANSARDS / "test.align")[:20]
+    naacl = read_alignments(shared_data / HANSARDS / "test.align", "berkeley")[:20]
     lines = []
     for snum, gold in enumerate(naacl, start=1):  # write the 2003 answer format by hand: 1-based, e first
         for f, e in sorted(gold.possible):
@@ -114,16 +113,36 @@ def test_wpt_answer_format_equals_naacl_links(tmp_path: Path, shared_data: Path)
     assert read_wpt(answers, reverse=True) == naacl
 
 
+def test_wpt_numbering_padding_and_errors(tmp_path: Path) -> None:
+    """Sentence numbers fix the position: a link-less sentence 1 or trailing sentences stay in place."""
+    answers = tmp_path / "test.wa"
+    answers.write_text("0002 1 2 S\n0002 3 1 p\n0002 0 4 S\n0003 2 2\n", encoding="utf-8")
+    expected = [set(), {(0, 1)}, {(1, 1)}]  # sure links by hand, 1-based -> 0-based, NULL dropped
+    gold = read_wpt(answers)
+    assert [set(g.sure) for g in gold] == expected
+    assert gold[1].possible == {(0, 1), (2, 0)}
+    assert read_alignments(answers, "hansards", n_sentences=5) == [*gold, gold[0], gold[0]]
+    assert read_wpt(answers, first_id=2) == gold[1:]
+    with pytest.raises(InputError, match=r"test.wa:4: sentence number 3 outside 1..2"):
+        read_wpt(answers, 2)
+    (tmp_path / "empty.wa").write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match="no alignment lines found"):
+        read_wpt(tmp_path / "empty.wa")
+    (tmp_path / "bad.wa").write_text("0001 -1 2 S\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.wa:1: expected 'SNUM i j"):
+        read_wpt(tmp_path / "bad.wa")
+
+
 def test_kftt_gold_out_of_range_links_as_documented(shared_data: Path) -> None:
     folder = shared_data / "alignments/ja-en-kftt"
-    gold = read_talp(folder / "jaen.talp", one_based=False)
+    gold = read_alignments(folder / "jaen.talp", "talp", one_based=False)
     pairs = read_bar_bitext(folder / "test.ja-en")
     assert len(gold) == len(pairs) == 582
     assert sum(len(g.sure) for g in gold) == 13562 and all(g.sure == g.possible for g in gold)
     bad = out_of_range(gold, (len(ja) for ja, _ in pairs), (len(en) for _, en in pairs))
     assert len(bad) == 6 and {index for index, _ in bad} == {350, 353, 354, 355}  # README §4b caveat
     with pytest.raises(InputError, match="has index 0 but the file is read as 1-based"):
-        read_talp(folder / "jaen.talp", one_based=True)
+        read_alignments(folder / "jaen.talp", "talp", one_based=True)
 
 
 BITEXTS = {

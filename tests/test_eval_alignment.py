@@ -10,14 +10,12 @@ import pytest
 import torch
 
 from nmtvariants.cli import main
+from nmtvariants.corpora.alignments import GoldAlignment, parse_links, read_alignments
 from nmtvariants.errors import InputError
 from nmtvariants.evaluation.alignment import (
-    GoldAlignment,
     alignment_error_rate,
     alignments_from_attention,
     cumulative_coverage,
-    parse_links,
-    read_alignments,
     word_ids_from_subwords,
     write_pharaoh,
 )

@@ -1,127 +1,165 @@
-"""Readers for gold word alignments with sure (S) and possible (P) links.
+"""Readers for word alignments with sure (S) and possible (P) links: the one place that parses them.
 
 Every reader returns one :class:`GoldAlignment` per sentence with 0-based ``(i, j)`` index pairs in
-the order the file stores them (``reverse=True`` swaps to ``(j, i)``), and ``possible`` always
-includes ``sure`` (S ⊆ P), the convention AER (Och & Ney 2003) is defined with.
+the order the file stores them (``reverse=True`` swaps to ``(j, i)``, for a gold file written in the
+other direction than the model), and ``possible`` always includes ``sure`` (S ⊆ P), the convention
+AER (Och & Ney 2003) is defined with. The metrics live in :mod:`nmtvariants.evaluation.alignment`.
 
-Formats:
-- **naacl** (the Berkeley Aligner copy of the HLT-NAACL 2003 Hansards test set): per line
-  ``i-j`` sure and ``i-j-P`` possible, 0-based, French index first;
+Formats (the names the ``aer`` sub-command's ``--format`` takes):
+- **pharaoh** (fast_align, eflomal, our own hypotheses): per line ``i-j`` sure and ``i?j`` possible;
 - **talp** (Cross-Align, RWTH, lilt/alignment-scripts, KFTT): per line ``i-j`` sure and ``ipj``
   possible; 1-based for the Hansards and RWTH copies, 0-based for KFTT (``one_based``);
-- **wpt** (the original 2003 shared-task answer files): one link per line
-  ``SNUM i j [S|P] [confidence]``, 1-based, index 0 = NULL (NULL links are dropped).
+- **berkeley** (the Berkeley Aligner copy of the HLT-NAACL 2003 Hansards test set): per line
+  ``i-j`` sure and ``i-j-P`` possible, 0-based, French index first;
+- **hansards** (the original WPT 2003 shared-task answer files, read by :func:`read_wpt`): one link
+  per line ``SNUM i j [S|P] [confidence]``, 1-based, index 0 = NULL (NULL links are dropped).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
+from nmtvariants.corpora.formats import read_file
 from nmtvariants.errors import InputError
-from nmtvariants.fileio import read_lines
+from nmtvariants.fileio import PathLike, read_lines
 
 Link = tuple[int, int]
-_NAACL = re.compile(r"^(\d+)-(\d+)(?:-([SP]))?$")
-_TALP = re.compile(r"^(\d+)([-p])(\d+)$")
-_SNUM = re.compile(r"^<s snum=[^>]*>(.*?)</s>\s*$")
+FORMATS = ("pharaoh", "talp", "berkeley", "hansards")
+
+# One link token per line-per-sentence format; group 2 (or 3 for berkeley) marks a possible link.
+_TOKEN = {
+    "pharaoh": re.compile(r"^(\d+)([-?])(\d+)$"),  # i-j sure, i?j possible
+    "talp": re.compile(r"^(\d+)([-p])(\d+)$"),  # i-j sure, ipj possible
+    "berkeley": re.compile(r"^(\d+)-(\d+)(-[SP])?$"),  # i-j sure, i-j-P possible
+}
+_EXAMPLE = {"pharaoh": "3-4 or 3?4", "talp": "3-4 or 3p4", "berkeley": "3-4 or 3-4-P"}
 
 
 @dataclass(frozen=True)
 class GoldAlignment:
+    """Sure and possible links of one sentence pair; ``possible`` always contains ``sure``."""
+
     sure: frozenset[Link]
-    possible: frozenset[Link]  # includes every sure link
+    possible: frozenset[Link] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "possible", frozenset(self.possible) | frozenset(self.sure))
 
     def reversed(self) -> GoldAlignment:
+        """The same links with the two sides swapped, ``(i, j)`` -> ``(j, i)``."""
         return GoldAlignment(
             frozenset((j, i) for i, j in self.sure), frozenset((j, i) for i, j in self.possible)
         )
 
 
-def _make(sure: set[Link], possible: set[Link], reverse: bool) -> GoldAlignment:
-    gold = GoldAlignment(frozenset(sure), frozenset(possible | sure))
+def _gold(sure: Iterable[Link], possible: Iterable[Link], reverse: bool) -> GoldAlignment:
+    gold = GoldAlignment(frozenset(sure), frozenset(possible))
     return gold.reversed() if reverse else gold
 
 
-def read_naacl(path: str | Path, *, reverse: bool = False) -> list[GoldAlignment]:
-    """Berkeley/NAACL links: ``i-j`` (sure) and ``i-j-P`` (possible), 0-based, one sentence per line."""
-    result = []
-    for number, line in enumerate(read_lines(path), start=1):
-        sure: set[Link] = set()
-        possible: set[Link] = set()
-        for token in line.split():
-            match = _NAACL.match(token)
-            if match is None:
-                raise InputError(f"{path}:{number}: bad link {token!r}; expected 'i-j' or 'i-j-P'")
-            link = (int(match.group(1)), int(match.group(2)))
-            (possible if match.group(3) == "P" else sure).add(link)
-        result.append(_make(sure, possible, reverse))
-    return result
-
-
-def read_talp(path: str | Path, *, one_based: bool = True, reverse: bool = False) -> list[GoldAlignment]:
-    """TALP links: ``i-j`` (sure) and ``ipj`` (possible), one sentence per line."""
+def parse_links(
+    line: str, fmt: str = "pharaoh", one_based: bool = False, reverse: bool = False, where: str = "<string>"
+) -> GoldAlignment:
+    """One line of links in ``pharaoh``, ``talp`` or ``berkeley`` format; ``where`` names it in errors."""
+    if fmt not in _TOKEN:
+        raise InputError(
+            f"{where}: format {fmt!r} is not one link line per sentence; choose from {', '.join(_TOKEN)}"
+        )
+    sure: set[Link] = set()
+    possible: set[Link] = set()
     offset = 1 if one_based else 0
-    result = []
-    for number, line in enumerate(read_lines(path), start=1):
-        sure: set[Link] = set()
-        possible: set[Link] = set()
-        for token in line.split():
-            match = _TALP.match(token)
-            if match is None:
-                raise InputError(f"{path}:{number}: bad link {token!r}; expected 'i-j' or 'ipj'")
-            i, j = int(match.group(1)) - offset, int(match.group(3)) - offset
-            if i < 0 or j < 0:
-                raise InputError(
-                    f"{path}:{number}: link {token!r} has index 0 but the file is read as 1-based; "
-                    "pass one_based=False"
-                )
-            (sure if match.group(2) == "-" else possible).add((i, j))
-        result.append(_make(sure, possible, reverse))
-    return result
+    for token in line.split():
+        match = _TOKEN[fmt].match(token)
+        if match is None:
+            raise InputError(
+                f"{where}: bad link {token!r} for format {fmt!r} (expected e.g. {_EXAMPLE[fmt]}); "
+                "check --format and --one-based"
+            )
+        if fmt == "berkeley":
+            i, j, is_possible = int(match.group(1)), int(match.group(2)), match.group(3) == "-P"
+        else:
+            i, j, is_possible = int(match.group(1)), int(match.group(3)), match.group(2) != "-"
+        i, j = i - offset, j - offset
+        if i < 0 or j < 0:
+            raise InputError(
+                f"{where}: link {token!r} has index 0 but the file is read as 1-based; "
+                "pass one_based=False (no --one-based)"
+            )
+        (possible if is_possible else sure).add((i, j))
+    return _gold(sure, possible, reverse)
+
+
+def read_alignments(
+    path: PathLike,
+    fmt: str = "pharaoh",
+    one_based: bool | None = None,
+    reverse: bool = False,
+    n_sentences: int | None = None,
+) -> list[GoldAlignment]:
+    """Read an alignment file in any of :data:`FORMATS` into one :class:`GoldAlignment` per sentence.
+
+    ``one_based`` defaults to the format's convention: ``hansards`` 1-based (the only choice), the
+    others 0-based (the Hansards/RWTH ``talp`` copies are 1-based: pass ``one_based=True``).
+    ``n_sentences`` only applies to ``hansards``, whose file cannot show trailing link-less sentences.
+    """
+    if fmt == "hansards":
+        return read_wpt(path, n_sentences, reverse=reverse)
+    if fmt not in _TOKEN:
+        raise InputError(f"{path}: unknown alignment format {fmt!r}; choose from {', '.join(FORMATS)}")
+    return [
+        parse_links(line, fmt, bool(one_based), reverse, where=f"{path}:{number}")
+        for number, line in enumerate(read_lines(path), start=1)
+    ]
 
 
 def read_wpt(
-    path: str | Path, n_sentences: int | None = None, *, reverse: bool = False
+    path: PathLike, n_sentences: int | None = None, *, reverse: bool = False, first_id: int = 1
 ) -> list[GoldAlignment]:
-    """WPT 2003 answer file: ``SNUM i j [S|P] [conf]`` lines, 1-based; sentence numbers start at 1.
+    """WPT 2003 answer file (format ``hansards``): ``SNUM i j [S|P] [confidence]`` lines, 1-based.
 
-    Sentences without any link still get an (empty) entry up to the highest number seen or
-    ``n_sentences``. A link without a label counts as sure.
+    Sentences are numbered from ``first_id`` (the test sets start at 0001) up to the highest number
+    seen or to ``first_id + n_sentences - 1``; a sentence without lines gets an empty entry, so a
+    sentence whose words are all NULL-aligned cannot shift the ones after it. A link without a
+    label counts as sure; NULL links (index 0) are dropped.
     """
+    if n_sentences is not None and n_sentences < 1:
+        raise InputError(f"{path}: n_sentences must be at least 1, got {n_sentences}")
+    last = None if n_sentences is None else first_id + n_sentences - 1
     links: dict[int, tuple[set[Link], set[Link]]] = {}
     for number, line in enumerate(read_lines(path), start=1):
         fields = line.split()
         if not fields:
             continue
         if len(fields) < 3 or not all(f.isdigit() for f in fields[:3]):
-            raise InputError(f"{path}:{number}: expected 'SNUM i j [S|P]', found {line!r}")
+            raise InputError(f"{path}:{number}: expected 'SNUM i j [S|P] [confidence]', got {line!r}")
         snum, i, j = (int(f) for f in fields[:3])
-        label = fields[3] if len(fields) > 3 else "S"
+        label = fields[3].upper() if len(fields) > 3 else "S"
         if label not in ("S", "P"):
-            raise InputError(f"{path}:{number}: link label must be S or P, found {label!r}")
+            raise InputError(f"{path}:{number}: link type must be S or P, got {fields[3]!r}")
+        if snum < first_id or (last is not None and snum > last):
+            raise InputError(
+                f"{path}:{number}: sentence number {snum} outside {first_id}..{last or 'end'}; "
+                "check first_id / n_sentences"
+            )
         sure, possible = links.setdefault(snum, (set(), set()))
-        if i == 0 or j == 0:
-            continue  # NULL alignment
+        if i == 0 or j == 0:  # NULL alignment: not a link
+            continue
         (sure if label == "S" else possible).add((i - 1, j - 1))
-    total = max([*links, n_sentences or 0])
-    return [_make(*links.get(snum, (set(), set())), reverse) for snum in range(1, total + 1)]
+    if not links and n_sentences is None:
+        raise InputError(f"{path}: no alignment lines found")
+    count = (max(links) - first_id + 1) if n_sentences is None else n_sentences
+    empty: tuple[set[Link], set[Link]] = (set(), set())
+    return [_gold(*links.get(first_id + k, empty), reverse) for k in range(count)]
 
 
-def read_snum_sentences(path: str | Path) -> list[list[str]]:
+def read_snum_sentences(path: PathLike) -> list[list[str]]:
     """Tokens of ``<s snum=NNNN> tokens </s>`` lines (the NAACL 2003 test.e / test.f files)."""
-    sentences = []
-    for number, line in enumerate(read_lines(path), start=1):
-        match = _SNUM.match(line)
-        if match is None:
-            raise InputError(f"{path}:{number}: expected '<s snum=NNNN> tokens </s>'")
-        sentences.append(match.group(1).split())
-    return sentences
+    return [line.split() for line in read_file(path, "snum")]
 
 
-def read_bar_bitext(path: str | Path) -> list[tuple[list[str], list[str]]]:
+def read_bar_bitext(path: PathLike) -> list[tuple[list[str], list[str]]]:
     """Token lists of ``left ||| right`` lines (Cross-Align gold sentence files)."""
     pairs = []
     for number, line in enumerate(read_lines(path), start=1):

@@ -1,8 +1,9 @@
-"""Word-alignment evaluation (Yang et al. 2020 §3.4): gold formats, AER, attention alignments, coverage.
+"""Word-alignment evaluation (Yang et al. 2020 §3.4): AER, attention alignments, coverage, Pharaoh output.
 
 Conventions: a link is ``(i, j)`` = (source position, target position), 0-based, in the direction
-of the *model* (source = encoder side). Gold files come in several formats and directions; readers
-convert to this convention (``reverse=True`` swaps a gold file written target-first).
+of the *model* (source = encoder side). Gold files come in several formats and directions; the
+readers in :mod:`nmtvariants.corpora.alignments` convert them to this convention (``reverse=True``
+swaps a gold file written target-first).
 
 AER (Och & Ney 2003) over a corpus, with S ⊆ P enforced (P := P ∪ S)::
 
@@ -13,126 +14,14 @@ with every count summed over sentences before dividing, as ``lilt/alignment-scri
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from nmtvariants.corpora.alignments import GoldAlignment, Link
 from nmtvariants.errors import InputError
-from nmtvariants.fileio import PathLike, read_lines, write_lines
-
-Link = tuple[int, int]
-FORMATS = ("pharaoh", "talp", "berkeley", "hansards")
-
-
-@dataclass(frozen=True)
-class GoldAlignment:
-    """Sure and possible links of one sentence pair; ``possible`` always contains ``sure``."""
-
-    sure: frozenset[Link]
-    possible: frozenset[Link] = field(default_factory=frozenset)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "possible", frozenset(self.possible) | frozenset(self.sure))
-
-
-# One link token per format: (regex, possible-marker test). Index base is applied afterwards.
-_TOKEN = {
-    "pharaoh": re.compile(r"^(\d+)([-?])(\d+)$"),  # i-j sure, i?j possible
-    "talp": re.compile(r"^(\d+)([-p])(\d+)$"),  # i-j sure, ipj possible
-    "berkeley": re.compile(r"^(\d+)-(\d+)(-[SP])?$"),  # i-j sure, i-j-P possible
-}
-
-
-def parse_links(
-    line: str, fmt: str = "pharaoh", one_based: bool = False, reverse: bool = False, where: str = "<string>"
-) -> GoldAlignment:
-    """Parse one line of links in ``pharaoh``, ``talp`` or ``berkeley`` format."""
-    if fmt not in _TOKEN:
-        raise InputError(f"{where}: unknown alignment format {fmt!r}; choose from {', '.join(FORMATS)}")
-    sure: set[Link] = set()
-    possible: set[Link] = set()
-    offset = 1 if one_based else 0
-    for token in line.split():
-        match = _TOKEN[fmt].match(token)
-        if not match:
-            raise InputError(
-                f"{where}: bad link {token!r} for format {fmt!r} (expected e.g. "
-                f"{ {'pharaoh': '3-4 or 3?4', 'talp': '3-4 or 3p4', 'berkeley': '3-4 or 3-4-P'}[fmt] }); "
-                "check --format and --one-based"
-            )
-        if fmt == "berkeley":
-            i, j, marker = int(match.group(1)), int(match.group(2)), match.group(3) or "-S"
-            is_possible = marker == "-P"
-        else:
-            i, j, is_possible = int(match.group(1)), int(match.group(3)), match.group(2) != "-"
-        i, j = i - offset, j - offset
-        if i < 0 or j < 0:
-            raise InputError(f"{where}: link {token!r} below the index base; is the file 0-based?")
-        link = (j, i) if reverse else (i, j)
-        (possible if is_possible else sure).add(link)
-    return GoldAlignment(frozenset(sure), frozenset(possible))
-
-
-def read_alignments(
-    path: PathLike,
-    fmt: str = "pharaoh",
-    one_based: bool | None = None,
-    reverse: bool = False,
-    n_sentences: int | None = None,
-) -> list[GoldAlignment]:
-    """Read an alignment file into one :class:`GoldAlignment` per sentence pair.
-
-    ``one_based`` defaults to the format's convention: ``hansards`` 1-based, the others 0-based
-    (the Cross-Align ``enfr.talp`` file is 1-based: pass ``one_based=True``).
-    """
-    if fmt == "hansards":
-        return read_hansards(path, reverse=reverse, n_sentences=n_sentences)
-    base = bool(one_based)
-    return [
-        parse_links(line, fmt, base, reverse, where=f"{path}:{number}")
-        for number, line in enumerate(read_lines(path), start=1)
-    ]
-
-
-def read_hansards(
-    path: PathLike, reverse: bool = False, n_sentences: int | None = None, first_id: int | None = None
-) -> list[GoldAlignment]:
-    """NAACL 2003 WPT format: ``sentence_id src_pos tgt_pos [S|P] [confidence]``, 1-based, 0 = NULL.
-
-    Sentences are numbered from ``first_id`` (default: the smallest id in the file) to the largest
-    id, or ``n_sentences`` of them; a sentence without lines has no links. NULL links are dropped.
-    """
-    links: dict[int, tuple[set[Link], set[Link]]] = {}
-    for number, line in enumerate(read_lines(path), start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        try:
-            sentence, i, j = int(fields[0]), int(fields[1]), int(fields[2])
-            kind = fields[3].upper() if len(fields) > 3 else "S"
-        except (ValueError, IndexError):
-            raise InputError(
-                f"{path}:{number}: expected 'sentence_id src_pos tgt_pos [S|P]', got {line!r}"
-            ) from None
-        if kind not in ("S", "P"):
-            raise InputError(f"{path}:{number}: link type must be S or P, got {fields[3]!r}")
-        sure, possible = links.setdefault(sentence, (set(), set()))
-        if i == 0 or j == 0:  # NULL alignment: not a link
-            continue
-        link = (j - 1, i - 1) if reverse else (i - 1, j - 1)
-        (sure if kind == "S" else possible).add(link)
-    if not links:
-        raise InputError(f"{path}: no alignment lines found")
-    start = min(links) if first_id is None else first_id
-    count = (max(links) - start + 1) if n_sentences is None else n_sentences
-    empty: tuple[set[Link], set[Link]] = (set(), set())
-    return [
-        GoldAlignment(frozenset(links.get(start + k, empty)[0]), frozenset(links.get(start + k, empty)[1]))
-        for k in range(count)
-    ]
+from nmtvariants.fileio import PathLike, write_lines
 
 
 def format_links(links: Iterable[Link], possible: Iterable[Link] = ()) -> str:

@@ -174,7 +174,8 @@ def run_contrawsd(args: argparse.Namespace) -> None:
 
 
 def run_aer(args: argparse.Namespace) -> None:
-    from nmtvariants.evaluation.alignment import alignment_error_rate, read_alignments
+    from nmtvariants.corpora.alignments import read_alignments
+    from nmtvariants.evaluation.alignment import alignment_error_rate
     from nmtvariants.evaluation.results import write_json
 
     gold = read_alignments(

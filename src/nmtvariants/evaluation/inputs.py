@@ -7,10 +7,10 @@ decode, a forgotten de-BPE step that merged lines), so it stops here with the fi
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from nmtvariants.corpora.download import sha256_of
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
 
@@ -45,8 +45,4 @@ def sha256_file(path: PathLike) -> str:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: file not found")
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_of(path)

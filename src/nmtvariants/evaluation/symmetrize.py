@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from nmtvariants.corpora.alignments import Link, read_alignments
 from nmtvariants.errors import InputError
-from nmtvariants.evaluation.alignment import Link, format_links, parse_links
-from nmtvariants.fileio import PathLike, read_lines, write_lines
+from nmtvariants.evaluation.alignment import format_links
+from nmtvariants.fileio import PathLike, write_lines
 
 METHODS = ("intersect", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and")
 NEIGHBOURS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1))
@@ -79,10 +80,7 @@ def symmetrize_corpus(
 
 
 def _read_pharaoh_links(path: PathLike) -> list[set[Link]]:
-    return [
-        set(parse_links(line, "pharaoh", where=f"{path}:{number}").possible)
-        for number, line in enumerate(read_lines(path), start=1)
-    ]
+    return [set(gold.possible) for gold in read_alignments(path, "pharaoh")]
 
 
 def symmetrize_files(

@@ -198,7 +198,9 @@ def ref_wrapper(_args: None, rest: list[str]) -> None:
     import torch
 
     cpu: list[float] = []
-    torch.optim.optimizer.register_optimizer_step_post_hook(lambda *_: cpu.append(time.process_time()))
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    register_optimizer_step_post_hook(lambda *_: cpu.append(time.process_time()))
     sys.argv = [str(PEERS / "ref_torch.py"), *rest]
     runpy.run_path(sys.argv[0], run_name="__main__")
     print(json.dumps({"cpu_stamps": cpu}))

@@ -195,8 +195,6 @@ def ref_wrapper(_args: None, rest: list[str]) -> None:
     after every update (as peers/peer_train.py does for the toolkits), for CPU-time throughput."""
     import runpy
 
-    import torch
-
     cpu: list[float] = []
     from torch.optim.optimizer import register_optimizer_step_post_hook
 

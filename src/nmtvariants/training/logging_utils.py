@@ -84,12 +84,12 @@ class TrainLogger:
             self.writer.flush()
 
     def progress(self, update: int, **shown: float) -> None:
+        """Advance the bar to ``update``; tqdm redraws at most once a second (``mininterval``)."""
         if self.bar is None:
             return
-        self.bar.n = update
         if shown:
             self.bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items()}, refresh=False)
-        self.bar.refresh()
+        self.bar.update(update - self.bar.n)
 
     def close(self) -> None:
         if self.bar is not None:

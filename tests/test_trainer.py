@@ -176,3 +176,15 @@ def test_max_minutes_stops_training_and_saves(corpus, tmp_path):
     assert result.update == 1
     assert (tmp_path / "final.pt").exists()
     assert load_checkpoint(tmp_path / "checkpoints" / "checkpoint_1.pt")["update"] == 1
+
+
+def test_cli_writes_a_run_summary_with_the_hardware(corpus, tmp_path):
+    import json
+
+    from nmtvariants.cli import main
+
+    config = json.dumps(run_config(corpus, max_updates=5))
+    assert main(["train", "--config-json", config, "--outdir", str(tmp_path), "--no-progress"]) == 0
+    summary = json.loads((tmp_path / "run.json").read_text())
+    assert summary["updates"] == 5 and summary["stop_reason"] == "max_updates"
+    assert summary["hardware"]["torch"] == torch.__version__

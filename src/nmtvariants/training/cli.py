@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from pathlib import Path
 
 from nmtvariants.errors import InputError
@@ -67,6 +68,26 @@ def run_train(args: argparse.Namespace) -> None:
         config.train.progress = False
     result = train(config, args.outdir)
     log.info("finished at update %d (%s); model: %s", result.update, result.stop_reason, result.final_path)
+    if os.environ.get("RANK", "0") == "0":
+        write_run_summary(args.outdir, result)
+
+
+def write_run_summary(outdir: Path, result) -> None:
+    """``run.json`` beside the model: where and how far it trained (the report cites the hardware)."""
+    from nmtvariants.evaluation.results import write_json
+    from nmtvariants.reporting.report import hardware_info
+
+    write_json(
+        Path(outdir) / "run.json",
+        {
+            "updates": result.update,
+            "stop_reason": result.stop_reason,
+            "best": result.best,
+            "last_valid": result.last_valid,
+            "processes": int(os.environ.get("WORLD_SIZE", "1")),
+            "hardware": hardware_info(),
+        },
+    )
 
 
 def run_average(args: argparse.Namespace) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import filecmp
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -128,14 +129,32 @@ def copy_workflow(root: Path) -> Path:
     return root
 
 
+# Run records that hold wall-clock times, process ids or host details by design: the training log
+# (tokens/s, elapsed), TensorBoard events (named by time and pid), the run summary and checkpoints
+# (trainer state with elapsed seconds; their sha256 sidecars) and the report that cites them.
+# Models are compared by their parameters instead (`same_parameters`).
+TIMED = re.compile(
+    r"(^models/.*/(train_log\.csv|run\.json|tensorboard/.*|checkpoints/.*|.*\.pt)$)|(^results/report\.md$)"
+)
+
+
 def output_files(root: Path) -> dict[str, Path]:
     files = {}
     for top in ("data", "results", "models"):
         if (root / top).is_dir():
             for path in (root / top).rglob("*"):
-                if path.is_file():
-                    files[path.relative_to(root).as_posix()] = path
+                name = path.relative_to(root).as_posix()
+                if path.is_file() and not TIMED.match(name):
+                    files[name] = path
     return files
+
+
+def same_parameters(first: Path, second: Path) -> bool:
+    import torch
+
+    a = torch.load(first, map_location="cpu", weights_only=False)["model"]
+    b = torch.load(second, map_location="cpu", weights_only=False)["model"]
+    return a.keys() == b.keys() and all(torch.equal(a[key], b[key]) for key in a)
 
 
 def test_workflow_on_slurm_equals_local_run(cluster, tmp_path):
@@ -160,6 +179,10 @@ def test_workflow_on_slurm_equals_local_run(cluster, tmp_path):
         if not filecmp.cmp(local_files[name], slurm_files[name], shallow=False)
     ]
     assert differing == []
+    models = [path.relative_to(local) for path in (local / "models").rglob("*.pt")]
+    models = sorted(name for name in models if name.parent.name != "checkpoints")
+    assert models and all(same_parameters(local / name, slurm / name) for name in models)
+    assert (slurm / "results" / "report.md").is_file()
     # Nothing left to do for either executor: the SLURM run recorded the same provenance.
     nothing = run(
         ["-n", "--profile", "profiles/slurm", "--configfile", "tiny.yaml"],

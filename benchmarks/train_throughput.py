@@ -37,7 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PEERS = Path(os.environ.get("NMTV_PEERS", REPO.parent / "shared" / "peers"))
 RESULTS = REPO / "benchmarks" / "results"
-WARM, MEAS = 5, 25
+WARM = int(os.environ.get("NMTV_BENCH_WARM", 5))  # the peers' window; smaller only for smoke runs
+MEAS = int(os.environ.get("NMTV_BENCH_MEAS", 25))
 
 
 # ---------------------------------------------------------------------- measurement helpers
@@ -180,6 +181,7 @@ def worker(args: argparse.Namespace) -> None:
         cpu.append(time.process_time())
         trainer.train()
     result = summarize(stamps, tokens, WARM)
+    result["cpu_tok_per_s"] = result["tgt_tokens"] / (cpu[-1] - cpu[WARM])  # cpu[k]: after update k
     result.update(
         tool="nmtvariants",
         torch=torch.__version__,

@@ -9,7 +9,8 @@
   multiplies some heads' scores by a Gaussian of the distance to the query's parent there.
 
 Without a score transform and without a recorder asking for weights, attention runs through
-``F.scaled_dot_product_attention`` (fused kernels); otherwise through an explicit softmax.
+``F.scaled_dot_product_attention`` (fused kernels); otherwise, and when training with attention dropout
+on CPU (where SDPA has no fused dropout kernel), through an explicit softmax.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nmtvariants.models.dropout import dropout
 from nmtvariants.models.hooks import HookState
 
 if TYPE_CHECKING:
@@ -132,7 +134,13 @@ class MultiHeadAttention(nn.Module):
         """
         q = self.split_heads(self.q_proj(query_input))
         recorder = self.hooks.recorder
-        explicit = self.score_transform is not None or (recorder is not None and recorder.attention)
+        explicit = (
+            self.score_transform is not None
+            or (recorder is not None and recorder.attention)
+            # SDPA's CPU kernels fall back to the math path with stock dropout when dropout_p > 0; the
+            # explicit path computes the same with the cheaper CPU mask of models.dropout
+            or (self.training and self.dropout > 0 and q.device.type == "cpu")
+        )
         if group > 1 and explicit:  # the explicit path wants one row of keys per query row
             k, v = k.repeat_interleave(group, 0), v.repeat_interleave(group, 0)
             if attend is not None and attend.size(0) > 1:
@@ -183,5 +191,5 @@ class MultiHeadAttention(nn.Module):
         recorder = self.hooks.recorder
         if recorder is not None and recorder.attention:
             recorder.put(f"{self.name}.weights", weights)
-        weights = F.dropout(weights, self.dropout, self.training)
+        weights = dropout(weights, self.dropout, self.training)
         return torch.matmul(weights, v)

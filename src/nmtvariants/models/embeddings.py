@@ -13,6 +13,8 @@ import math
 import torch
 from torch import nn
 
+from nmtvariants.models.dropout import Dropout
+
 
 def sinusoidal_positions(
     length: int, dim: int, min_timescale: float = 1.0, max_timescale: float = 1.0e4, offset: int = 0
@@ -33,7 +35,7 @@ class Embedder(nn.Module):
         super().__init__()
         self.table = table
         self.scale = math.sqrt(d_model) if scale else 1.0
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.d_model = d_model
         self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), persistent=False)
 

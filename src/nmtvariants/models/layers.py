@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from nmtvariants.models.dropout import Dropout
+
 from nmtvariants.models.attention import MultiHeadAttention, StackContext
 from nmtvariants.models.config import ModelConfig
 from nmtvariants.models.hooks import HookState
@@ -37,7 +39,7 @@ class SubLayer(nn.Module):
         super().__init__()
         self.pre_norm = cfg.norm == "pre"
         self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.dropout = nn.Dropout(cfg.residual_dropout)
+        self.dropout = Dropout(cfg.residual_dropout)
         self.hooks = hooks
         self.name = name
         # Emelin et al.'s shortcut blocks add the *normalised* input back (seed brief §1.2);
@@ -65,7 +67,7 @@ class FeedForwardBlock(SubLayer):
         super().__init__(cfg, hooks, name)
         self.w1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias)
         self.w2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ffn_bias)
-        self.relu_dropout = nn.Dropout(cfg.relu_dropout)
+        self.relu_dropout = Dropout(cfg.relu_dropout)
         self.dropout_on_input = cfg.relu_dropout_at == "input"
 
     def forward(self, x: torch.Tensor, ctx: StackContext) -> torch.Tensor:

@@ -10,9 +10,7 @@ from nmtvariants.reporting.tables import write_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "data-stats", help="sentences, tokens and types per split and language"
-    )
+    parser = subparsers.add_parser("data-stats", help="sentences, tokens and types per split and language")
     parser.add_argument(
         "texts", nargs="+", type=Path, help="files data/<corpus>/raw/<split>.<lang> (corpus from the path)"
     )

@@ -217,8 +217,9 @@ def _plain_copy(path: Path, workdir: Path, name: str) -> Path:
     return target
 
 
-def _run_subword_joint(inputs: list[Path], codes: Path, vocabs: list[Path], merges: int,
-                       min_frequency: int, num_workers: int) -> None:
+def _run_subword_joint(
+    inputs: list[Path], codes: Path, vocabs: list[Path], merges: int, min_frequency: int, num_workers: int
+) -> None:
     """Call subword-nmt's own ``learn_joint_bpe_and_vocab`` as its CLI does (it reopens files by name)."""
     args = argparse.Namespace(
         input=[argparse.Namespace(name=str(path)) for path in inputs],
@@ -362,4 +363,3 @@ def build_network_vocab(bpe_train_files: Iterable[PathLike], out: PathLike, min_
     vocabulary.save(out)
     log.info("network vocabulary: %d entries from %d files -> %s", len(vocabulary), len(files), out)
     return vocabulary
-

@@ -85,8 +85,14 @@ def _bpe_learn(args: argparse.Namespace) -> int:
         files, args.symbols, args.codes, args.vocab_dir, translit, args.min_frequency, args.num_workers
     )
     # what to apply per language, for scripts
-    print(json.dumps({"codes": {k: str(v) for k, v in result.codes.items()},
-                      "vocab": {k: str(v) for k, v in result.vocab.items()}}))
+    print(
+        json.dumps(
+            {
+                "codes": {k: str(v) for k, v in result.codes.items()},
+                "vocab": {k: str(v) for k, v in result.vocab.items()},
+            }
+        )
+    )
     return 0
 
 
@@ -121,8 +127,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     learn.add_argument("-s", "--symbols", type=int, required=True, help="number of merge operations")
     learn.add_argument("--codes", required=True, help="codes file to write")
     learn.add_argument("--vocab-dir", required=True, help="folder for vocab.LANG files")
-    learn.add_argument("--translit", action="append", metavar="LANG[=iso9]",
-                       help="learn on this language transliterated (Emelin et al.'s Russian procedure)")
+    learn.add_argument(
+        "--translit",
+        action="append",
+        metavar="LANG[=iso9]",
+        help="learn on this language transliterated (Emelin et al.'s Russian procedure)",
+    )
     learn.add_argument("--min-frequency", type=int, default=2)
     learn.add_argument("--num-workers", type=int, default=1)
     learn.set_defaults(func=_bpe_learn)

@@ -316,8 +316,10 @@ def _hoist_and_merge(steps: list[_Step]) -> list[_Step]:
     merged: list[_Step] = []
     for step in steps:
         last = merged[-1] if merged else None
-        if isinstance(step, _Translate) and isinstance(last, _Translate) and not (
-            step.keys() & last.produced()
+        if (
+            isinstance(step, _Translate)
+            and isinstance(last, _Translate)
+            and not (step.keys() & last.produced())
         ):
             combined = _Translate(dict(last.table))
             for key, value in step.table.items():

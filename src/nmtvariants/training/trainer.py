@@ -30,6 +30,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from nmtvariants.allocator import keep_freed_memory
 from nmtvariants.data.batching import (
     Batch,
     BatchStream,
@@ -265,6 +266,7 @@ class Trainer:
         self.ckpt_dir = self.outdir / "checkpoints"
         self.validation_hook = validation_hook
         resolve_threads(self.train_cfg.threads)
+        keep_freed_memory()
         self.info = info or init_distributed(self.train_cfg.device)
         if self.train_cfg.amp == "fp16" and self.info.device.type != "cuda":
             log.warning(

@@ -1,0 +1,85 @@
+"""The CPU dropout mask (models/dropout.py) against the Bernoulli it stands in for."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from nmtvariants.allocator import keep_freed_memory
+from nmtvariants.models.dropout import Dropout, dropout, keep_mask, quantised_probability
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5, 0.9])
+def test_keep_rate_matches_one_minus_p_within_binomial_error(p: float) -> None:
+    torch.manual_seed(0)
+    n = 3_000_001  # not a multiple of 3: the last 64-bit draw is used in part
+    mask = keep_mask((n,), p)
+    expected = 1.0 - quantised_probability(p)
+    sd = math.sqrt(expected * (1 - expected) / n)
+    assert mask.dtype == torch.bool and mask.shape == (n,)
+    assert abs(mask.float().mean().item() - expected) < 5 * sd
+
+
+def test_mask_fields_are_independent_of_their_position_in_the_draw() -> None:
+    """Each of the three 16-bit fields of a draw keeps at the same rate, and neighbours are not
+    correlated (a field-packing bug would show up as a biased field or a correlation)."""
+    torch.manual_seed(1)
+    mask = keep_mask((3 * 400_000,), 0.5).view(-1, 3).float()
+    for field in range(3):
+        assert abs(mask[:, field].mean().item() - 0.5) < 5 * math.sqrt(0.25 / 400_000)
+    centred = mask - mask.mean(0)
+    correlation = (centred[:, 0] * centred[:, 1]).mean() / (centred[:, 0].std() * centred[:, 1].std())
+    assert abs(correlation.item()) < 5 / math.sqrt(400_000)
+
+
+def test_quantisation_is_at_most_half_a_level() -> None:
+    for p in (0.1, 0.2, 0.3, 1 / 3):
+        assert abs(quantised_probability(p) - p) <= 0.5 / 65536
+
+
+def test_expectation_is_preserved_and_dropped_entries_are_zero() -> None:
+    torch.manual_seed(2)
+    x = torch.rand(1000, 1000) + 1.0
+    y = dropout(x, 0.1, training=True)
+    kept = y != 0
+    scale = 1.0 / (1.0 - quantised_probability(0.1))
+    torch.testing.assert_close(y[kept], x[kept] * scale)
+    assert abs(y.mean().item() / x.mean().item() - 1.0) < 0.005
+
+
+def test_gradient_is_the_mask_times_the_scale() -> None:
+    torch.manual_seed(3)
+    x = torch.randn(64, 33, requires_grad=True)
+    y = dropout(x, 0.25, training=True)
+    upstream = torch.randn_like(y)
+    y.backward(upstream)
+    kept = (y != 0).float()
+    scale = 1.0 / (1.0 - quantised_probability(0.25))
+    torch.testing.assert_close(x.grad, upstream * kept * scale)
+
+
+def test_same_seed_same_mask_and_the_default_generator_advances() -> None:
+    torch.manual_seed(4)
+    first = keep_mask((10, 10), 0.1)
+    second = keep_mask((10, 10), 0.1)
+    torch.manual_seed(4)
+    assert torch.equal(keep_mask((10, 10), 0.1), first)
+    assert not torch.equal(first, second)
+
+
+def test_identity_in_eval_and_at_zero_and_stock_behaviour_at_one() -> None:
+    x = torch.randn(5, 7)
+    module = Dropout(0.3).eval()
+    assert module(x) is x
+    assert dropout(x, 0.0, training=True) is x
+    assert torch.equal(dropout(x, 1.0, training=True), F.dropout(x, 1.0, True))
+    with pytest.raises(ValueError, match="dropout probability"):
+        Dropout(1.5)
+
+
+def test_allocator_tuning_is_idempotent() -> None:
+    first = keep_freed_memory()
+    assert keep_freed_memory() == first

@@ -73,10 +73,12 @@ def worker(args: argparse.Namespace) -> dict:
     if args.mode == "ref_greedy":
         return run_reference(args, data)
 
+    from nmtvariants.allocator import keep_freed_memory
     from nmtvariants.inference.beam_search import beam_search
     from nmtvariants.inference.scorer import pad_batch
     from nmtvariants.models import build_model, model_config
 
+    keep_freed_memory()  # as `nmtvariants translate` does
     src_vocab = (data / "vocab.src").read_text().split()
     trg_vocab = (data / "vocab.trg").read_text().split()
     vocab_size = 4 + len(trg_vocab) if not args.joint_vocab else 4 + len(src_vocab) + len(trg_vocab)

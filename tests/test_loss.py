@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from nmtvariants.data.vocab import PAD_ID
-from nmtvariants.training.loss import label_smoothed_nll
+from nmtvariants.training.loss import label_smoothed_nll, projected_label_smoothed_nll
 
 
 def reference(logits: torch.Tensor, target: torch.Tensor, epsilon: float):
@@ -85,3 +85,51 @@ def test_bf16_logits_are_promoted(example):
     loss, _ = label_smoothed_nll(logits.bfloat16(), target, 0.1)
     assert loss.dtype == torch.float32
     assert loss.item() == pytest.approx(reference(logits.bfloat16().float(), target, 0.1)[0].item(), rel=1e-4)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1])
+@pytest.mark.parametrize("block", [1, 4, 64])
+def test_projected_loss_and_its_gradients_match_float64_reference(epsilon: float, block: int) -> None:
+    """The fused projection + loss (blocks of rows, gradients taken in the forward) against the
+    explicit float64 distribution of ``reference`` through autograd, for values and both gradients."""
+    generator = torch.Generator().manual_seed(1)
+    states = torch.randn(9, 6, generator=generator, requires_grad=True)
+    weight = torch.randn(13, 6, generator=generator, requires_grad=True)
+    target = torch.randint(1, 13, (9,), generator=generator)
+    loss, nll = projected_label_smoothed_nll(states, weight, target, epsilon, block=block)
+    (loss * 0.5).backward()
+
+    states64 = states.detach().double().requires_grad_()
+    weight64 = weight.detach().double().requires_grad_()
+    ref_loss, ref_nll = reference(states64 @ weight64.T, target, epsilon)
+    (ref_loss * 0.5).backward()
+    assert loss.item() == pytest.approx(ref_loss.item(), rel=1e-5)
+    assert nll.item() == pytest.approx(ref_nll.item(), rel=1e-5)
+    assert not nll.requires_grad
+    torch.testing.assert_close(states.grad, states64.grad.float(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(weight.grad, weight64.grad.float(), rtol=1e-4, atol=1e-5)
+
+
+def test_projected_loss_is_stable_for_very_unlikely_gold_tokens() -> None:
+    """Logit gaps far beyond float32's exp range: the log-sum-exp is taken from the largest
+    probability, so the loss stays finite and equal to the float64 value."""
+    states = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    weight = torch.tensor([[200.0, 0.0], [0.0, 0.0], [-200.0, 300.0]])
+    target = torch.tensor([2, 1])
+    loss, nll = projected_label_smoothed_nll(states, weight, target, 0.1)
+    ref_loss, ref_nll = reference((states @ weight.T).double(), target, 0.1)
+    assert loss.item() == pytest.approx(ref_loss.item(), rel=1e-6)
+    assert nll.item() == pytest.approx(ref_nll.item(), rel=1e-6)
+
+
+def test_projected_loss_under_bf16_autocast_is_close_to_fp32() -> None:
+    generator = torch.Generator().manual_seed(2)
+    states = torch.randn(40, 32, generator=generator, requires_grad=True)
+    weight = (torch.randn(50, 32, generator=generator) * 0.2).requires_grad_()
+    target = torch.randint(1, 50, (40,), generator=generator)
+    full, _ = projected_label_smoothed_nll(states, weight, target, 0.1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        half, _ = projected_label_smoothed_nll(states, weight, target, 0.1)
+    half.backward()
+    assert half.dtype == torch.float32 and weight.grad.dtype == torch.float32
+    assert half.item() == pytest.approx(full.item(), rel=2e-2)

@@ -60,9 +60,11 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
+    from nmtvariants.allocator import keep_freed_memory
     from nmtvariants.inference.translate import check_vocabulary
     from nmtvariants.models import load_model
 
+    keep_freed_memory()
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load_model(args.checkpoint, map_location=args.device)

@@ -234,6 +234,12 @@ class Transformer(nn.Module):
             cache.position = offset + tgt_in.size(1)
         return x
 
+    @property
+    def output_weight(self) -> torch.Tensor:
+        """The output projection's [V, d] weight: the target embedding table when tied."""
+        table = self.output_projection if self.output_projection is not None else self.tgt_embed.table
+        return table.weight
+
     def project(self, states: torch.Tensor) -> torch.Tensor:
         """Output logits [.., V]: the transposed target embedding table when tied.
 
@@ -241,8 +247,7 @@ class Transformer(nn.Module):
         block of the table small enough to stay in cache while all states stream past it
         (benchmarks/decode.py: ~10% faster beam search on the small model); training uses one GEMM.
         """
-        table = self.output_projection if self.output_projection is not None else self.tgt_embed.table
-        weight = table.weight
+        weight = self.output_weight
         if self.training or states.is_cuda or weight.size(0) <= 2 * PROJECTION_BLOCK:
             return F.linear(states, weight)
         blocks = [

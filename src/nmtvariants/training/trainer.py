@@ -46,7 +46,7 @@ from nmtvariants.models import build_model, model_config
 from nmtvariants.training import checkpoints as ckpt
 from nmtvariants.training.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, shutdown
 from nmtvariants.training.logging_utils import TrainLogger, perplexity
-from nmtvariants.training.loss import label_smoothed_nll
+from nmtvariants.training.loss import projected_label_smoothed_nll
 from nmtvariants.training.schedule import NoamSchedule, scale_for_peak
 from nmtvariants.training.train_config import RunConfig, TrainSettings, resume_conflicts
 
@@ -63,7 +63,8 @@ class LossModule(nn.Module):
     """Model + loss in one ``forward`` so that DDP sees every parameter used inside its forward.
 
     The output projection (the costliest matmul for small models) runs only on the non-pad target
-    positions: states are gathered first, then projected.
+    positions, fused with the loss (``projected_label_smoothed_nll``): no ``[tokens, V]`` logits
+    are kept for the backward.
     """
 
     def __init__(self, model: nn.Module, epsilon: float):
@@ -77,8 +78,9 @@ class LossModule(nn.Module):
         memory = self.model.encode(src, aux)
         states = self.model.decode_states(tgt_in, memory, aux=aux)
         keep = tgt_out.ne(PAD_ID)
-        logits = self.model.project(states[keep])
-        return label_smoothed_nll(logits, tgt_out[keep], self.epsilon, ignore_index=None)
+        return projected_label_smoothed_nll(
+            states[keep], self.model.output_weight, tgt_out[keep], self.epsilon
+        )
 
 
 @dataclass

@@ -53,16 +53,31 @@ def main() -> None:
         tool = shutil.which("translit")
         perl_fwd = perl_rev = None
         if tool:
-            perl_fwd = timed(lambda: subprocess.run([tool, "-t", "ISO 9", "-i", str(tmp / "ru"), "-o",
-                                                     str(tmp / "perl.lat")], check=True))
-            perl_rev = timed(lambda: subprocess.run([tool, "-t", "ISO 9", "-r", "-i", str(tmp / "ru.lat"),
-                                                     "-o", str(tmp / "perl.cyr")], check=True))
-        for name, ours, perl in (("ISO 9 Cyrillic->Latin", ours_fwd, perl_fwd),
-                                 ("ISO 9 Latin->Cyrillic", ours_rev, perl_rev)):
-            rows.append({"task": name, "lines": len(lines), "ours_lines_per_s": len(lines) / ours,
-                         "reference": "translit (Perl)",
-                         "reference_lines_per_s": len(lines) / perl if perl else None,
-                         "speedup": perl / ours if perl else None})
+            perl_fwd = timed(
+                lambda: subprocess.run(
+                    [tool, "-t", "ISO 9", "-i", str(tmp / "ru"), "-o", str(tmp / "perl.lat")], check=True
+                )
+            )
+            perl_rev = timed(
+                lambda: subprocess.run(
+                    [tool, "-t", "ISO 9", "-r", "-i", str(tmp / "ru.lat"), "-o", str(tmp / "perl.cyr")],
+                    check=True,
+                )
+            )
+        for name, ours, perl in (
+            ("ISO 9 Cyrillic->Latin", ours_fwd, perl_fwd),
+            ("ISO 9 Latin->Cyrillic", ours_rev, perl_rev),
+        ):
+            rows.append(
+                {
+                    "task": name,
+                    "lines": len(lines),
+                    "ours_lines_per_s": len(lines) / ours,
+                    "reference": "translit (Perl)",
+                    "reference_lines_per_s": len(lines) / perl if perl else None,
+                    "speedup": perl / ours if perl else None,
+                }
+            )
 
         # BPE apply: Multi30k DE, codes learned on 5,000 lines of EN+DE
         train = {}
@@ -80,24 +95,48 @@ def main() -> None:
         ours_bpe = timed(lambda: [segmenter(line) for line in german])
         cli = Path(sys.executable).with_name("subword-nmt")
         with open(train["de"], "rb") as source, open(tmp / "cli.de", "wb") as target:
-            ref_bpe = timed(lambda: subprocess.run(
-                [str(cli), "apply-bpe", "-c", str(result.codes["de"]),
-                 "--vocabulary", str(result.vocab["de"]), "--vocabulary-threshold", "50"],
-                stdin=source, stdout=target, check=True))
-        rows.append({"task": "BPE apply (threshold 50), Multi30k DE", "lines": len(german),
-                     "ours_lines_per_s": len(german) / ours_bpe, "reference": "subword-nmt apply-bpe",
-                     "reference_lines_per_s": len(german) / ref_bpe, "speedup": ref_bpe / ours_bpe})
+            ref_bpe = timed(
+                lambda: subprocess.run(
+                    [
+                        str(cli),
+                        "apply-bpe",
+                        "-c",
+                        str(result.codes["de"]),
+                        "--vocabulary",
+                        str(result.vocab["de"]),
+                        "--vocabulary-threshold",
+                        "50",
+                    ],
+                    stdin=source,
+                    stdout=target,
+                    check=True,
+                )
+            )
+        rows.append(
+            {
+                "task": "BPE apply (threshold 50), Multi30k DE",
+                "lines": len(german),
+                "ours_lines_per_s": len(german) / ours_bpe,
+                "reference": "subword-nmt apply-bpe",
+                "reference_lines_per_s": len(german) / ref_bpe,
+                "speedup": ref_bpe / ours_bpe,
+            }
+        )
 
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"machine": platform.platform(), "python": sys.version.split()[0], "rows": rows}
     (args.out / "translit_bpe.json").write_text(json.dumps(report, indent=2) + "\n")
-    table = ["| task | lines | ours (lines/s) | reference | reference (lines/s) | ours / reference |",
-             "|---|---:|---:|---|---:|---:|"]
+    table = [
+        "| task | lines | ours (lines/s) | reference | reference (lines/s) | ours / reference |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
     for row in rows:
         reference = f"{row['reference_lines_per_s']:,.0f}" if row["reference_lines_per_s"] else "n/a"
         speedup = f"{row['speedup']:.2f}x" if row["speedup"] else "n/a"
-        table.append(f"| {row['task']} | {row['lines']:,} | {row['ours_lines_per_s']:,.0f} | "
-                     f"{row['reference']} | {reference} | {speedup} |")
+        table.append(
+            f"| {row['task']} | {row['lines']:,} | {row['ours_lines_per_s']:,.0f} | "
+            f"{row['reference']} | {reference} | {speedup} |"
+        )
     (args.out / "translit_bpe.md").write_text("\n".join(table) + "\n")
     print("\n".join(table))
 

@@ -10,6 +10,8 @@ and the load average and the CPU used by *other* processes during each run are r
 Modes:
   ours_beam     our beam search (KV cache, memory folded per sentence), beam 5
   ours_greedy   the same code with beam 1
+  ours_beam_bf16  ours_beam with the model in bfloat16 (`translate --dtype bfloat16`); the peers ran fp32,
+                so this row is *not* like for like (CTranslate2, too, has bf16 and int8 modes)
   nocache_beam  our beam search over a decoder that recomputes the whole prefix every step (no cache)
   ref_greedy    the peers' plain-PyTorch reference (ref_torch.py decode --beam 1 --force-len 30): greedy,
                 no KV cache, torch.nn.Transformer; the "plain PyTorch" floor of the peers' table
@@ -45,7 +47,7 @@ PEER_FIGURES = {
     "JoeyNMT 2.3.0": 3.70,
     "plain PyTorch ref (greedy, no cache)": 16.5,
 }
-MODES = ("ours_beam", "ours_greedy", "nocache_beam", "ref_greedy")
+MODES = ("ours_beam", "ours_greedy", "ours_beam_bf16", "nocache_beam", "ref_greedy")
 
 
 def busy_seconds() -> float:
@@ -87,6 +89,8 @@ def worker(args: argparse.Namespace) -> dict:
     sources = [[stoi.get(w, 3) % vocab_size for w in line] + [2] for line in lines]
     torch.manual_seed(1)
     model = build_model(model_config("small"), vocab_size).eval()
+    if args.mode == "ours_beam_bf16":
+        model = model.to(torch.bfloat16)
     if args.mode == "nocache_beam":
         model = RecomputingDecoder(model)
     beam = 1 if args.mode == "ours_greedy" else args.beam
@@ -125,8 +129,10 @@ class RecomputingDecoder:
             def reorder(self, index):
                 self.prefix = self.prefix.index_select(0, index)
 
-            def select_memory(self, index):
-                pass
+            def select_memory(self, index):  # drop finished sentences with all their beams
+                if self.prefix is not None:
+                    rows = self.prefix.view(-1, self.group, self.prefix.size(1))
+                    self.prefix = rows.index_select(0, index).view(-1, self.prefix.size(1))
 
         self.cache_type = PrefixCache
 
@@ -267,6 +273,7 @@ def summarise(runs: list[dict]) -> dict:
         "ours_beam / nocache_beam": ratio("ours_beam", "nocache_beam"),
         "ours_greedy / ref_greedy": ratio("ours_greedy", "ref_greedy"),
         "ours_beam / ref_greedy": ratio("ours_beam", "ref_greedy"),
+        "ours_beam_bf16 / ours_beam": ratio("ours_beam_bf16", "ours_beam"),
     }
     return summary
 
@@ -296,7 +303,7 @@ def markdown(summary: dict, meta: dict) -> str:
         lines.append(f"- {name}: {'n/a' if value is None else f'{value:.2f}'}")
     lines += [
         "",
-        "Peers on this machine (peers/README.md, quiet machine, same setting; not re-run here):",
+        "Peers on this machine (peers/README.md, quiet machine, same setting, fp32; not re-run here):",
         "",
     ]
     ours = summary.get("ours_beam", {}).get("sent_per_s_median")

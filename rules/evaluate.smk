@@ -21,10 +21,11 @@ rule translate:
         alpha=lambda wc: decode_setting(wc, "alpha"),
         max_len_a=lambda wc: decode_setting(wc, "max_len_a"),
         max_len_b=lambda wc: decode_setting(wc, "max_len_b"),
+        dtype=lambda wc: decode_setting(wc, "dtype"),
     shell:
         "nmtvariants translate --checkpoint {input.model} --vocab {input.vocab} --input {input.source}"
         " --output {output} --beam {params.beam} --alpha {params.alpha} --max-len-a {params.max_len_a}"
-        " --max-len-b {params.max_len_b} --threads {threads} > {log} 2>&1"
+        " --max-len-b {params.max_len_b} --dtype {params.dtype} --threads {threads} > {log} 2>&1"
 
 
 rule postprocess:

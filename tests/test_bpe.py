@@ -39,8 +39,9 @@ def subword_nmt(*args: str, stdin: Path | None = None, stdout: Path | None = Non
         open(stdin, "rb") if stdin else open("/dev/null", "rb") as source,
         open(stdout, "wb") if stdout else open("/dev/null", "wb") as target,
     ):
-        subprocess.run([str(SUBWORD_NMT), *args], stdin=source, stdout=target, stderr=subprocess.DEVNULL,
-                       check=True)
+        subprocess.run(
+            [str(SUBWORD_NMT), *args], stdin=source, stdout=target, stderr=subprocess.DEVNULL, check=True
+        )
 
 
 def translit_cli(*args: str, stdin: Path, stdout: Path) -> None:
@@ -72,9 +73,19 @@ def learned(multi30k, tmp_path_factory):
 
 def test_learn_is_byte_identical_to_subword_nmt_cli(multi30k, learned, tmp_path):
     folder, result = learned
-    subword_nmt("learn-joint-bpe-and-vocab", "--input", str(multi30k["en"]), str(multi30k["de"]),
-                "-s", "1000", "-o", str(tmp_path / "codes"),
-                "--write-vocabulary", str(tmp_path / "vocab.en"), str(tmp_path / "vocab.de"))
+    subword_nmt(
+        "learn-joint-bpe-and-vocab",
+        "--input",
+        str(multi30k["en"]),
+        str(multi30k["de"]),
+        "-s",
+        "1000",
+        "-o",
+        str(tmp_path / "codes"),
+        "--write-vocabulary",
+        str(tmp_path / "vocab.en"),
+        str(tmp_path / "vocab.de"),
+    )
     assert (folder / "codes").read_bytes() == (tmp_path / "codes").read_bytes()
     assert len((folder / "codes").read_text().splitlines()) == 1001
     for lang in ("en", "de"):
@@ -89,10 +100,17 @@ def test_apply_is_byte_identical_to_subword_nmt_cli(multi30k, learned, tmp_path,
     for lang in ("en", "de"):
         ours, theirs = tmp_path / f"ours.{lang}", tmp_path / f"theirs.{lang}"
         vocab_args = ["--vocabulary", str(result.vocab[lang]), "--vocabulary-threshold", "50"]
-        subword_nmt("apply-bpe", "-c", str(folder / "codes"), *(vocab_args if threshold else []),
-                    stdin=multi30k[lang], stdout=theirs)
-        count = apply_bpe(folder / "codes", result.vocab[lang] if threshold else None, threshold,
-                          multi30k[lang], ours)
+        subword_nmt(
+            "apply-bpe",
+            "-c",
+            str(folder / "codes"),
+            *(vocab_args if threshold else []),
+            stdin=multi30k[lang],
+            stdout=theirs,
+        )
+        count = apply_bpe(
+            folder / "codes", result.vocab[lang] if threshold else None, threshold, multi30k[lang], ours
+        )
         assert count == 2000
         assert ours.read_bytes() == theirs.read_bytes()
     # the threshold really changes something on 2,000 lines (rare German sub-words are split further)
@@ -141,8 +159,9 @@ def test_build_network_vocab_counts_every_subword(learned, multi30k, tmp_path):
         segmented.append(tmp_path / f"train.bpe.{lang}")
         apply_bpe(result.codes[lang], result.vocab[lang], 50, multi30k[lang], segmented[-1])
     vocabulary = build_network_vocab(segmented, tmp_path / "vocab.txt")
-    counts = Counter(token for path in segmented for line in path.read_text().splitlines()
-                     for token in line.split())
+    counts = Counter(
+        token for path in segmented for line in path.read_text().splitlines() for token in line.split()
+    )
     assert vocabulary.itos[:4] == list(SPECIALS)
     assert set(vocabulary.itos[4:]) == set(counts)
     frequencies = [counts[token] for token in vocabulary.itos[4:]]
@@ -195,27 +214,57 @@ def words(line: str) -> list[str]:
     return [word for word in line.split(" ") if word]
 
 
-def test_russian_procedure_matches_the_authors_script_run_with_the_real_tools(flores_en_ru, russian,
-                                                                               tmp_path):
+def test_russian_procedure_matches_the_authors_script_run_with_the_real_tools(
+    flores_en_ru, russian, tmp_path
+):
     """scripts/preprocess.sh of Emelin et al., step by step with translit + subword-nmt CLIs."""
     en, ru = flores_en_ru["en"], flores_en_ru["ru"]
     ref = tmp_path / "ref"
     ref.mkdir()
     translit_cli(stdin=ru, stdout=ref / "ru.latin")
-    subword_nmt("learn-joint-bpe-and-vocab", "-i", str(en), str(ref / "ru.latin"),
-                "-o", str(ref / "codes.latin"), "-s", str(RU_MERGES),
-                "--write-vocabulary", str(ref / "vocab.en"), str(ref / "vocab.ru.latin"))
+    subword_nmt(
+        "learn-joint-bpe-and-vocab",
+        "-i",
+        str(en),
+        str(ref / "ru.latin"),
+        "-o",
+        str(ref / "codes.latin"),
+        "-s",
+        str(RU_MERGES),
+        "--write-vocabulary",
+        str(ref / "vocab.en"),
+        str(ref / "vocab.ru.latin"),
+    )
     version, *merges = (ref / "codes.latin").read_text(encoding="utf-8").splitlines(keepends=True)
     (ref / "minus").write_text("".join(merges), encoding="utf-8")
     translit_cli("-r", stdin=ref / "minus", stdout=ref / "cyrillic")
-    (ref / "codes").write_text(version + (ref / "cyrillic").read_text(encoding="utf-8") + "".join(merges),
-                               encoding="utf-8")
+    (ref / "codes").write_text(
+        version + (ref / "cyrillic").read_text(encoding="utf-8") + "".join(merges), encoding="utf-8"
+    )
     subword_nmt("apply-bpe", "-c", str(ref / "codes"), stdin=ru, stdout=ref / "tmp")
     subword_nmt("get-vocab", stdin=ref / "tmp", stdout=ref / "vocab.ru")
-    subword_nmt("apply-bpe", "-c", str(ref / "codes"), "--vocabulary", str(ref / "vocab.ru"),
-                "--vocabulary-threshold", "50", stdin=ru, stdout=ref / "bpe.ru")
-    subword_nmt("apply-bpe", "-c", str(ref / "codes.latin"), "--vocabulary", str(ref / "vocab.en"),
-                "--vocabulary-threshold", "50", stdin=en, stdout=ref / "bpe.en")
+    subword_nmt(
+        "apply-bpe",
+        "-c",
+        str(ref / "codes"),
+        "--vocabulary",
+        str(ref / "vocab.ru"),
+        "--vocabulary-threshold",
+        "50",
+        stdin=ru,
+        stdout=ref / "bpe.ru",
+    )
+    subword_nmt(
+        "apply-bpe",
+        "-c",
+        str(ref / "codes.latin"),
+        "--vocabulary",
+        str(ref / "vocab.en"),
+        "--vocabulary-threshold",
+        "50",
+        stdin=en,
+        stdout=ref / "bpe.en",
+    )
 
     ours, result = russian
     assert result.codes == {"ru": ours / "codes", "en": ours / "codes.latin"}
@@ -256,8 +305,9 @@ def test_merges_learned_on_transliteration_apply_in_cyrillic(flores_en_ru, russi
             unit = token[:-2] if token.endswith("@@") else token + "</w>"
             if unit in bpe.bpe_codes_reverse:
                 used.add(bpe.bpe_codes_reverse[unit])
-    used_cyrillic = {pair for pair in used
-                     if bpe.bpe_codes[pair] < RU_MERGES and CYRILLIC.search("".join(pair))}
+    used_cyrillic = {
+        pair for pair in used if bpe.bpe_codes[pair] < RU_MERGES and CYRILLIC.search("".join(pair))
+    }
     assert len(used_cyrillic) > 750  # measured: 809 of the 1000 mapped-back merges segment Russian words
     # the segmentation has the structure learned on the transliteration: segmenting the Latin form
     # with the Latin codes gives the transliterated Cyrillic segmentation (measured: 1010 of 1012 lines;
@@ -269,10 +319,43 @@ def test_merges_learned_on_transliteration_apply_in_cyrillic(flores_en_ru, russi
 
 def test_cli_end_to_end(multi30k, tmp_path):
     folder = tmp_path / "cli"
-    assert main(["bpe", "learn", "--input", f"en={multi30k['en']}", "--input", f"de={multi30k['de']}",
-                 "-s", "300", "--codes", str(folder / "codes"), "--vocab-dir", str(folder)]) == 0
-    assert main(["bpe", "apply", "--codes", str(folder / "codes"), "--vocab", str(folder / "vocab.de"),
-                 "--threshold", "50", str(multi30k["de"]), "-o", str(folder / "bpe.de")]) == 0
+    assert (
+        main(
+            [
+                "bpe",
+                "learn",
+                "--input",
+                f"en={multi30k['en']}",
+                "--input",
+                f"de={multi30k['de']}",
+                "-s",
+                "300",
+                "--codes",
+                str(folder / "codes"),
+                "--vocab-dir",
+                str(folder),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "bpe",
+                "apply",
+                "--codes",
+                str(folder / "codes"),
+                "--vocab",
+                str(folder / "vocab.de"),
+                "--threshold",
+                "50",
+                str(multi30k["de"]),
+                "-o",
+                str(folder / "bpe.de"),
+            ]
+        )
+        == 0
+    )
     assert main(["bpe", "undo", str(folder / "bpe.de"), "-o", str(folder / "undone.de")]) == 0
     undone = (folder / "undone.de").read_text().splitlines()
     original = multi30k["de"].read_text().splitlines()
@@ -280,11 +363,21 @@ def test_cli_end_to_end(multi30k, tmp_path):
     assert main(["vocab", str(folder / "bpe.de"), "-o", str(folder / "vocab.txt")]) == 0
     assert Vocabulary.load(folder / "vocab.txt").itos[:4] == list(SPECIALS)
     # stdin -> stdout through the installed entry point
-    run = subprocess.run([sys.executable, "-m", "nmtvariants", "translit"], input="Съешь ОБЪЕКТ\n",
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "nmtvariants", "translit"],
+        input="Съешь ОБЪЕКТ\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert run.stdout == "Sʺešʹ OBʺEKT\n"
-    run = subprocess.run([sys.executable, "-m", "nmtvariants", "translit", "-r"], input=run.stdout,
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "nmtvariants", "translit", "-r"],
+        input=run.stdout,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert run.stdout == "СЪешь ОБЪЕКТ\n"
     assert main(["bpe", "learn", "--input", "en", "-s", "10", "--codes", "c", "--vocab-dir", "d"]) == 2
 

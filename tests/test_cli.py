@@ -18,9 +18,18 @@ def test_every_subcommand_is_registered_once_and_documented():
 
 def test_user_error_is_one_line_without_traceback(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "nmtvariants", "data-stats", str(tmp_path / "train.en"), "--out",
-         str(tmp_path / "x.md")],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "nmtvariants",
+            "data-stats",
+            str(tmp_path / "train.en"),
+            "--out",
+            str(tmp_path / "x.md"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

@@ -46,9 +46,21 @@ def test_snakemake_stops_at_startup_naming_the_key(repo_root, tmp_path):
     config_path = tmp_path / "bad.yaml"
     config_path.write_text(yaml.safe_dump(bad))
     result = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--configfile", str(config_path),
-         "--snakefile", str(repo_root / "Snakefile"), "--directory", str(tmp_path)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(config_path),
+            "--snakefile",
+            str(repo_root / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode != 0
     assert "toyworld.sizes.valid: -3 is less than the minimum of 1" in result.stdout + result.stderr

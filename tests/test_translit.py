@@ -51,10 +51,17 @@ def flores_lines(shared_data: Path) -> list[str]:
 def test_table_is_the_perl_modules_table():
     """The embedded rule list equals Lingua::Translit's loaded "ISO 9" table, rule for rule, in order."""
     dump = subprocess.run(
-        ["perl", "-MLingua::Translit::Tables", "-MJSON::PP", "-e",
-         'print JSON::PP->new->ascii->encode('
-         'Lingua::Translit::Tables::_get_table_reference("ISO 9")->{rules})'],
-        check=True, capture_output=True, text=True,
+        [
+            "perl",
+            "-MLingua::Translit::Tables",
+            "-MJSON::PP",
+            "-e",
+            "print JSON::PP->new->ascii->encode("
+            'Lingua::Translit::Tables::_get_table_reference("ISO 9")->{rules})',
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     perl_rules = [
         (rule["from"], rule["to"], rule.get("context") == {"after": r"\p{IsUpper}"})
@@ -127,7 +134,8 @@ def test_round_trip(corpus, shared_data):
     lines = pud_sentences(shared_data) if corpus == "pud" else flores_lines(shared_data)
     latin_side = {char for rule in ISO9_RULES for char in rule.latin if unicodedata.category(char)[0] == "L"}
     pure = [
-        line for line in lines
+        line
+        for line in lines
         if not set(line) & (latin_side | {"’"})
         and not any(i and char in "ъь" and line[i - 1].isupper() for i, char in enumerate(line))
     ]
@@ -138,6 +146,8 @@ def test_round_trip(corpus, shared_data):
     counts = {name: classes.count(name) for name in set(classes)}
     # measured: PUD 887 identical, 106 with Latin letters, 7 with ь after a capital;
     # FLORES 915 identical, 85 with Latin letters, 12 with ь after a capital
-    expected = {"pud": {None: 887, "latin letters": 106, "sign after upper-case": 7},
-                "flores": {None: 915, "latin letters": 85, "sign after upper-case": 12}}[corpus]
+    expected = {
+        "pud": {None: 887, "latin letters": 106, "sign after upper-case": 7},
+        "flores": {None: 915, "latin letters": 85, "sign after upper-case": 12},
+    }[corpus]
     assert counts == expected

@@ -19,7 +19,8 @@ Length normalisation of a hypothesis with L tokens (including </s>) and log-prob
 
 Speed: the encoder runs once per batch; the memory and its cross-attention keys/values stay at one
 row per sentence (the K beams are folded into the query axis); self-attention keys/values are cached
-per layer and reordered on beam selection; finished-hypothesis bookkeeping is tensor arithmetic, with one
+per layer and never moved (beam selection reorders an ancestry table, models/decoder_cache.py);
+finished-hypothesis bookkeeping is tensor arithmetic, with one
 host synchronisation per step (to stop and to drop finished sentences from the batch).
 """
 
@@ -193,7 +194,10 @@ def _search(
             finished = done.nonzero().squeeze(1)
             _collect(results, alive, finished, fin_tokens, fin_norm, fin_logp, fin_count, nbest)
             keep = (~done).nonzero().squeeze(1)
-            rows = rows.view(live, k).index_select(0, keep).view(-1)
+            # renumber the surviving rows: sentence j of the kept ones owns rows j*k .. j*k+k-1
+            beam_offsets = beam_offsets[: keep.numel()]
+            rows = (beam_offsets + rows.view(live, k).index_select(0, keep) % k).view(-1)
+            tokens = tokens.view(live, k, -1).index_select(0, keep).view(keep.numel() * k, -1)
             next_token = next_token.view(live, k).index_select(0, keep).view(-1)
             scores = scores.index_select(0, keep)
             memory = memory.index_select(keep)
@@ -201,7 +205,6 @@ def _search(
             limit, alive = limit.index_select(0, keep), alive.index_select(0, keep)
             fin_tokens, fin_norm = fin_tokens.index_select(0, keep), fin_norm.index_select(0, keep)
             fin_logp, fin_count = fin_logp.index_select(0, keep), fin_count.index_select(0, keep)
-            beam_offsets = beam_offsets[: keep.numel()]
             min_limit = int(limit.min())
         tokens = tokens.index_select(0, rows)
         tokens[:, t + 1] = next_token

@@ -15,6 +15,8 @@ from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import atomic_write, read_lines
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     tr = subparsers.add_parser("translate", help="beam-search translation of BPE'd text with a checkpoint")
@@ -57,6 +59,13 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocab", required=True)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    parser.add_argument(
+        "--dtype",
+        choices=tuple(DTYPES),
+        default="float32",
+        help="weights and activations (bfloat16: ~1.5x faster on CPUs with AVX512-BF16 or AMX, and on "
+        "GPUs; output scores are computed in float32 either way)",
+    )
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
@@ -67,7 +76,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
     keep_freed_memory()
     if args.threads:
         torch.set_num_threads(args.threads)
-    model = load_model(args.checkpoint, map_location=args.device)
+    model = load_model(args.checkpoint, map_location=args.device).to(DTYPES[args.dtype])
     vocab = Vocabulary.load(args.vocab)
     check_vocabulary(model, vocab, args.vocab)
     return model, vocab

@@ -28,6 +28,7 @@ from nmtvariants.models.dropout import dropout
 from nmtvariants.models.hooks import HookState
 
 if TYPE_CHECKING:
+    from nmtvariants.models.decoder_cache import LayerCache
     from nmtvariants.models.transformer import Memory
 
 
@@ -133,14 +134,7 @@ class MultiHeadAttention(nn.Module):
         they are folded into the query-length axis so that the memory is never copied per beam.
         """
         q = self.split_heads(self.q_proj(query_input))
-        recorder = self.hooks.recorder
-        explicit = (
-            self.score_transform is not None
-            or (recorder is not None and recorder.attention)
-            # SDPA's CPU kernels fall back to the math path with stock dropout when dropout_p > 0; the
-            # explicit path computes the same with the cheaper CPU mask of models.dropout
-            or (self.training and self.dropout > 0 and q.device.type == "cpu")
-        )
+        explicit = self._needs_explicit(q.device)
         if group > 1 and explicit:  # the explicit path wants one row of keys per query row
             k, v = k.repeat_interleave(group, 0), v.repeat_interleave(group, 0)
             if attend is not None and attend.size(0) > 1:
@@ -168,6 +162,37 @@ class MultiHeadAttention(nn.Module):
             out = out.reshape(rows, heads, length, d_head)
         out = out.transpose(1, 2).reshape(rows, length, self.d_model)
         return self.o_proj(out)
+
+    def _needs_explicit(self, device: torch.device) -> bool:
+        recorder = self.hooks.recorder
+        return (
+            self.score_transform is not None
+            or (recorder is not None and recorder.attention)
+            # SDPA's CPU kernels fall back to the math path with stock dropout when dropout_p > 0; the
+            # explicit path computes the same with the cheaper CPU mask of models.dropout
+            or (self.training and self.dropout > 0 and device.type == "cpu")
+        )
+
+    def attend_cached(
+        self,
+        query_input: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        cache: LayerCache,
+        ctx: StackContext,
+    ) -> torch.Tensor:
+        """Incremental self-attention: store the new positions' keys/values [rows, H, T, d_head] in
+        ``cache`` and attend from the new positions over every earlier one of the same hypothesis."""
+        cache.append(k, v)
+        if self._needs_explicit(query_input.device):  # seams and recorders see per-row keys
+            keys, values = cache.row_keys_values()
+            new, total = query_input.size(1), keys.size(2)
+            attend = torch.ones(new, total, dtype=torch.bool, device=keys.device).tril(total - new)
+            return self(query_input, keys, values, ctx, attend=attend if new > 1 else None)
+        q = self.split_heads(self.q_proj(query_input))
+        out = cache.attend(q)
+        rows, _, length, _ = out.shape
+        return self.o_proj(out.transpose(1, 2).reshape(rows, length, self.d_model))
 
     def _explicit(
         self,

@@ -25,7 +25,8 @@ from nmtvariants.models.config import ModelConfig
 from nmtvariants.models.hooks import HookState
 
 if TYPE_CHECKING:
-    from nmtvariants.models.transformer import LayerCache, Memory
+    from nmtvariants.models.decoder_cache import LayerCache
+    from nmtvariants.models.transformer import Memory
 
 SUBLAYER_KINDS = ("self", "cross", "ffn")
 
@@ -100,14 +101,10 @@ class SelfAttentionBlock(SubLayer):
     ) -> torch.Tensor:
         h = self.norm(x) if self.pre_norm else x
         k, v = self.attn.project_kv(h, ctx, layer_input=x)
-        causal = self.causal
         if cache is not None:
-            k, v = cache.append_self(k, v)
-            length, total = x.size(1), k.size(2)
-            causal = False
-            if self.causal and length > 1:  # several new positions at once: mask their future
-                attend = torch.ones(length, total, dtype=torch.bool, device=x.device).tril(total - length)
-        y = self.attn(h, k, v, ctx, attend=attend, causal=causal)
+            y = self.attn.attend_cached(h, k, v, cache, ctx)
+        else:
+            y = self.attn(h, k, v, ctx, attend=attend, causal=self.causal)
         return self._residual(x, h, y)
 
 

@@ -2,14 +2,15 @@
 
 ``forward(src, tgt_in)`` gives logits for teacher forcing; ``encode`` and ``decode`` are separate so that
 beam search encodes once and decodes step by step with a :class:`DecoderCache` (self-attention keys and
-values appended per step, cross-attention keys and values computed once per memory). Sequences are
+values appended per step and never reordered, cross-attention keys and values computed once per
+memory; see models/decoder_cache.py). Sequences are
 right-padded with PAD_ID; sources are ``tokens + </s>``, decoder inputs ``<s> + tokens``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,7 @@ from torch import nn
 from nmtvariants.data.vocab import PAD_ID
 from nmtvariants.models.attention import StackContext
 from nmtvariants.models.config import ModelConfig
+from nmtvariants.models.decoder_cache import DecoderCache
 from nmtvariants.models.embeddings import Embedder
 from nmtvariants.models.hooks import HookState
 from nmtvariants.models.layers import DecoderLayer, EncoderLayer
@@ -51,80 +53,6 @@ class Memory:
             self.pad_mask.repeat_interleave(repeats, 0),
             None if self.embeddings is None else self.embeddings.repeat_interleave(repeats, 0),
         )
-
-
-class LayerCache:
-    """One decoder layer's cached self-attention K/V and per-memory cross-attention K/V.
-
-    Self-attention keys and values live in time-major buffers [capacity, rows, H, d_head] that grow by
-    doubling: appending a step writes one contiguous slice, and beam reordering is a single
-    ``index_select`` into a spare buffer (no concatenation, no per-step reallocation). Attention reads
-    the filled part as a strided [rows, H, t, d_head] view.
-    """
-
-    def __init__(self) -> None:
-        self.k: torch.Tensor | None = None
-        self.v: torch.Tensor | None = None
-        self._spare: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.length = 0
-        self.cross: list[tuple[torch.Tensor, torch.Tensor]] | None = None
-
-    def append_self(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append new keys/values [rows, H, T, d_head]; return all cached ones (same layout)."""
-        new = k.size(2)
-        end = self.length + new
-        if self.k is None or end > self.k.size(0):
-            capacity = max(end, 2 * (0 if self.k is None else self.k.size(0)), 16)
-            shape = (capacity, k.size(0), k.size(1), k.size(3))
-            grown_k, grown_v = k.new_empty(shape), v.new_empty(shape)
-            if self.k is not None:
-                grown_k[: self.length] = self.k[: self.length]
-                grown_v[: self.length] = self.v[: self.length]
-            self.k, self.v, self._spare = grown_k, grown_v, None
-        self.k[self.length : end] = k.permute(2, 0, 1, 3)
-        self.v[self.length : end] = v.permute(2, 0, 1, 3)
-        self.length = end
-        return self.k[:end].permute(1, 2, 0, 3), self.v[:end].permute(1, 2, 0, 3)
-
-    def reorder(self, index: torch.Tensor) -> None:
-        if self.k is None:
-            return
-        n = self.length
-        if index.numel() != self.k.size(1):  # fewer rows (finished sentences dropped): new buffers
-            self.k, self.v = self.k.index_select(1, index), self.v.index_select(1, index)
-            self._spare = None
-            return
-        if self._spare is None:
-            self._spare = (torch.empty_like(self.k), torch.empty_like(self.v))
-        spare_k, spare_v = self._spare
-        torch.index_select(self.k[:n], 1, index, out=spare_k[:n])
-        torch.index_select(self.v[:n], 1, index, out=spare_v[:n])
-        self._spare = (self.k, self.v)
-        self.k, self.v = spare_k, spare_v
-
-
-@dataclass
-class DecoderCache:
-    """State of incremental decoding: feed only new positions to ``Transformer.decode``.
-
-    ``group``: decoder rows per memory row. Beam search keeps the memory (and its cross-attention K/V)
-    at one row per sentence and sets ``group`` to the beam size; the beams of a sentence are adjacent.
-    """
-
-    layers: list[LayerCache] = field(default_factory=list)
-    position: int = 0
-    group: int = 1
-
-    def reorder(self, index: torch.Tensor) -> None:
-        """Select decoder rows (beam reordering): self-attention caches follow ``index``."""
-        for layer in self.layers:
-            layer.reorder(index)
-
-    def select_memory(self, index: torch.Tensor) -> None:
-        """Select memory rows (dropping finished sentences): cross-attention K/V follow ``index``."""
-        for layer in self.layers:
-            if layer.cross is not None:
-                layer.cross = [(k.index_select(0, index), v.index_select(0, index)) for k, v in layer.cross]
 
 
 class Transformer(nn.Module):
@@ -198,7 +126,7 @@ class Transformer(nn.Module):
 
     # ------------------------------------------------------------------ decoder
     def new_cache(self, group: int = 1) -> DecoderCache:
-        return DecoderCache(layers=[LayerCache() for _ in self.decoder_layers], group=group)
+        return DecoderCache.for_layers(len(self.decoder_layers), group=group)
 
     def decode_states(
         self,
@@ -213,6 +141,8 @@ class Transformer(nn.Module):
             raise ValueError(f"this model attends to {self.n_sources} memories, got {len(memories)}")
         offset = cache.position if cache is not None else 0
         group = cache.group if cache is not None else 1
+        if cache is not None:
+            cache.advance(tgt_in.size(0), tgt_in.size(1), tgt_in.device)
         x = self.tgt_embed(tgt_in, offset)
         recorder = self.hooks.recorder
         if recorder is not None:

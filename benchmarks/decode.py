@@ -115,7 +115,7 @@ class RecomputingDecoder:
     """Wraps our model so that every step re-decodes the whole prefix (no KV cache), for the ratio."""
 
     def __init__(self, model):
-        from nmtvariants.models.transformer import DecoderCache
+        from nmtvariants.models.decoder_cache import BeamAncestry, DecoderCache
 
         self.model = model
         self.vocab_size = model.vocab_size
@@ -123,7 +123,7 @@ class RecomputingDecoder:
 
         class PrefixCache(DecoderCache):
             def __init__(self, group: int):
-                super().__init__(layers=[], group=group)
+                super().__init__(BeamAncestry(group))
                 self.prefix = None
 
             def reorder(self, index):

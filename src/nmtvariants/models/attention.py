@@ -72,6 +72,12 @@ class ScoreTransform(Protocol):
 SMALL_QUERY = 16
 
 
+def future_mask(queries: int, keys: int, device: torch.device) -> torch.Tensor:
+    """[queries, keys] True where a query may not look: the queries are the last ``queries`` of the
+    ``keys`` positions (incremental decoding feeds only the new ones), each sees itself and the past."""
+    return torch.ones(queries, keys, dtype=torch.bool, device=device).triu(1 + keys - queries)
+
+
 def _matmul_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attend: torch.Tensor | None
 ) -> torch.Tensor:
@@ -129,7 +135,8 @@ class MultiHeadAttention(nn.Module):
         """Attention output [B, Tq, d] (after W_O).
 
         ``attend``: boolean mask broadcastable to [B, H, Tq, Tk], True where attention is allowed.
-        ``causal``: queries and keys are the same positions (no cache): mask the future.
+        ``causal``: mask the future; the queries are the last positions of the keys (all of them without
+        a cache; the explicit path only takes fewer queries than keys).
         ``group``: ``query_input`` has ``group`` rows per row of ``k``/``v`` (beams of one sentence);
         they are folded into the query-length axis so that the memory is never copied per beam.
         """
@@ -186,9 +193,7 @@ class MultiHeadAttention(nn.Module):
         cache.append(k, v)
         if self._needs_explicit(query_input.device):  # seams and recorders see per-row keys
             keys, values = cache.row_keys_values()
-            new, total = query_input.size(1), keys.size(2)
-            attend = torch.ones(new, total, dtype=torch.bool, device=keys.device).tril(total - new)
-            return self(query_input, keys, values, ctx, attend=attend if new > 1 else None)
+            return self(query_input, keys, values, ctx, causal=True)  # the explicit path
         q = self.split_heads(self.q_proj(query_input))
         out = cache.attend(q)
         rows, _, length, _ = out.shape
@@ -207,9 +212,7 @@ class MultiHeadAttention(nn.Module):
         if self.score_transform is not None:
             scores = self.score_transform(scores, ctx, self)
         if causal:
-            tq, tk = scores.shape[-2:]
-            future = torch.ones(tq, tk, dtype=torch.bool, device=scores.device).triu(1 + tk - tq)
-            scores = scores.masked_fill(future, float("-inf"))
+            scores = scores.masked_fill(future_mask(*scores.shape[-2:], scores.device), float("-inf"))
         if attend is not None:
             scores = scores.masked_fill(~attend, float("-inf"))
         weights = torch.softmax(scores, dim=-1)

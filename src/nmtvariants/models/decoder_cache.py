@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from nmtvariants.models.attention import future_mask
+
 
 class BeamAncestry:
     """For each live row and position: the slot (0..g-1) that holds its ancestor's key there."""
@@ -65,8 +67,8 @@ class BeamAncestry:
 class LayerCache:
     """One decoder layer's self-attention keys/values and per-memory cross-attention keys/values."""
 
-    def __init__(self, ancestry: BeamAncestry | None = None) -> None:
-        self.ancestry = ancestry or BeamAncestry(1)
+    def __init__(self, ancestry: BeamAncestry) -> None:
+        self.ancestry = ancestry
         self.k: torch.Tensor | None = None  # [sentences, H, capacity * g, d_head]
         self.v: torch.Tensor | None = None
         self.length = 0
@@ -116,8 +118,7 @@ class LayerCache:
         else:
             scores = scores.view(sentences, heads, g, new, n)
         if new > 1:  # several new positions at once: each sees the past and itself
-            future = torch.ones(new, n, dtype=torch.bool, device=q.device).triu(n - new + 1)
-            scores = scores.masked_fill(future, float("-inf"))
+            scores = scores.masked_fill(future_mask(new, n, q.device), float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         if g > 1:
             spread = weights.new_zeros(sentences, heads, g, new, n, g)
@@ -158,32 +159,33 @@ class DecoderCache:
     at one row per sentence and sets ``group`` to the beam size; the beams of a sentence are adjacent.
     """
 
+    ancestry: BeamAncestry
     layers: list[LayerCache] = field(default_factory=list)
     position: int = 0
-    group: int = 1
-    ancestry: BeamAncestry | None = None
 
     @classmethod
     def for_layers(cls, n_layers: int, group: int = 1) -> DecoderCache:
         ancestry = BeamAncestry(group)
-        return cls([LayerCache(ancestry) for _ in range(n_layers)], group=group, ancestry=ancestry)
+        return cls(ancestry, [LayerCache(ancestry) for _ in range(n_layers)])
+
+    @property
+    def group(self) -> int:
+        return self.ancestry.group
 
     def advance(self, rows: int, new: int, device: torch.device) -> None:
         """Called once per decoding call, before the layers append ``new`` positions."""
-        if self.ancestry is not None:
-            self.ancestry.advance(rows, new, device)
+        self.ancestry.advance(rows, new, device)
 
     def reorder(self, index: torch.Tensor) -> None:
         """Select decoder rows (beam reordering), within each sentence's group when ``group > 1``."""
         if self.group == 1:
             for layer in self.layers:
                 layer.copy_rows(index)
-        elif self.ancestry is not None:
+        else:
             self.ancestry.reorder(index)
 
     def select_memory(self, index: torch.Tensor) -> None:
         """Keep the sentences (memory rows) ``index``, with all their rows."""
         for layer in self.layers:
             layer.select(index)
-        if self.ancestry is not None:
-            self.ancestry.select(index)
+        self.ancestry.select(index)

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from nmtvariants.models.dropout import Dropout
-
 from nmtvariants.models.attention import MultiHeadAttention, StackContext
 from nmtvariants.models.config import ModelConfig
+from nmtvariants.models.dropout import Dropout
 from nmtvariants.models.hooks import HookState
 
 if TYPE_CHECKING:

@@ -8,11 +8,10 @@ accumulation and data parallelism give the same update as one big batch. The NLL
 is returned detached for logging and validation perplexity: smoothing must not leak into the
 figures that are compared with the papers.
 
-Speed: for a small model the ``[N, V]`` logits are the largest tensor of the step. Written out
-with ``log_softmax``, ``gather`` and ``sum``, autograd makes several full passes over it (and a
-zero-filled ``[N, V]`` for the gather's gradient). Since ``∂loss/∂logits = softmax - q`` exactly
-(the smoothing weights add up to one), :class:`_SmoothedCrossEntropy` computes the forward from
-``logsumexp`` and the backward as ``exp(logits - lse) - q`` in place: one ``[N, V]`` allocation.
+Two entry points: :func:`label_smoothed_nll` takes logits (auxiliary losses, analyses) and is
+written out plainly; :func:`projected_label_smoothed_nll` takes the decoder states and the output
+weights, and is what the trainer uses: for a small model the ``[N, V]`` logits are the largest
+tensors of a step, and it never keeps them (see :class:`_ProjectedSmoothedCrossEntropy`).
 """
 
 from __future__ import annotations
@@ -20,40 +19,6 @@ from __future__ import annotations
 import torch
 
 from nmtvariants.data.vocab import PAD_ID
-
-
-class _SmoothedCrossEntropy(torch.autograd.Function):
-    """Sum over rows of ``-Σ_v q(v) log softmax(x)(v)`` and the summed NLL, for 2-D float logits."""
-
-    @staticmethod
-    def forward(ctx, logits: torch.Tensor, target: torch.Tensor, epsilon: float):
-        vocab = logits.size(-1)
-        eps_other = epsilon / (vocab - 1)
-        lse = torch.logsumexp(logits, dim=-1)
-        gold = logits.gather(1, target.unsqueeze(1)).squeeze(1)
-        nll = (lse - gold).sum()
-        loss = (
-            nll
-            if epsilon == 0.0
-            else (1.0 - epsilon - eps_other) * nll + eps_other * (vocab * lse.sum() - logits.sum())
-        )
-        ctx.save_for_backward(logits, lse, target)
-        ctx.epsilon = epsilon
-        return loss, nll
-
-    @staticmethod
-    def backward(ctx, grad_loss: torch.Tensor, _grad_nll: torch.Tensor):
-        logits, lse, target = ctx.saved_tensors
-        epsilon = ctx.epsilon
-        eps_other = epsilon / (logits.size(-1) - 1)
-        grad = torch.sub(logits, lse.unsqueeze(1)).exp_()
-        if eps_other:
-            grad.sub_(eps_other)
-        grad.scatter_add_(
-            1, target.unsqueeze(1), torch.full_like(lse, -(1.0 - epsilon - eps_other)).unsqueeze(1)
-        )
-        grad.mul_(grad_loss)
-        return grad, None, None
 
 
 def label_smoothed_nll(
@@ -66,7 +31,7 @@ def label_smoothed_nll(
 
     ``logits`` is ``[..., V]`` and ``target`` the matching ``[...]``; logits in half precision are
     promoted to float32 first. Passing only the non-pad rows (``ignore_index=None``) skips the
-    masking work, which is what the trainer does.
+    masking work.
     """
     vocab = logits.size(-1)
     logits = logits.reshape(-1, vocab)
@@ -76,7 +41,11 @@ def label_smoothed_nll(
         logits, target = logits[keep], target[keep]
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()
-    loss, nll = _SmoothedCrossEntropy.apply(logits, target, float(epsilon))
+    eps_other = epsilon / (vocab - 1)
+    log_probs = torch.log_softmax(logits, dim=-1)
+    nll = -log_probs.gather(1, target.unsqueeze(1)).sum()
+    # Σ_v q(v) log p(v) = (1 - ε - ε/(V-1)) log p(gold) + ε/(V-1) Σ_v log p(v)
+    loss = (1.0 - epsilon - eps_other) * nll - eps_other * log_probs.sum() if epsilon else nll
     return loss, nll.detach()
 
 

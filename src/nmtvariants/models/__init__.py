@@ -13,7 +13,8 @@ from nmtvariants.models.build import build_model, count_parameters, parameter_br
 from nmtvariants.models.checkpoint_io import load_model
 from nmtvariants.models.config import PRESETS, ModelConfig, model_config
 from nmtvariants.models.hooks import capture
-from nmtvariants.models.transformer import DecoderCache, Memory, Transformer
+from nmtvariants.models.interfaces import Memory, SourceInputs
+from nmtvariants.models.transformer import DecoderCache, Transformer
 from nmtvariants.models.variants import register_variant
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "DecoderCache",
     "Memory",
     "ModelConfig",
+    "SourceInputs",
     "Transformer",
     "build_model",
     "capture",

@@ -16,9 +16,7 @@ on CPU (where SDPA has no fused dropout kernel), through an explicit softmax.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -26,45 +24,12 @@ from torch import nn
 
 from nmtvariants.models.dropout import dropout
 from nmtvariants.models.hooks import HookState
+from nmtvariants.models.interfaces import KVTransform, Memory, ScoreTransform, StackContext
 
 if TYPE_CHECKING:
     from nmtvariants.models.decoder_cache import LayerCache
-    from nmtvariants.models.transformer import Memory
 
-
-@dataclass
-class StackContext:
-    """What one pass through a stack (encoder, or decoder for some positions) shares with the seams.
-
-    ``embeddings``: E for the positions computed in this pass [B, T, d]; ``history``: raw outputs
-    [E, H_1, ..., H_{l-1}] of the layers computed so far (same positions); ``offset``: absolute position
-    of the first query (non-zero in incremental decoding); ``pad_mask``: [B, T] True at padding (the keys
-    of encoder self-attention); ``aux``: per-batch side inputs such as PASCAL parent positions.
-    """
-
-    side: str
-    embeddings: torch.Tensor
-    aux: Mapping[str, torch.Tensor] = field(default_factory=dict)
-    history: list[torch.Tensor] = field(default_factory=list)
-    offset: int = 0
-    pad_mask: torch.Tensor | None = None
-    layer: int = 0
-
-
-class KVTransform(Protocol):
-    def __call__(
-        self,
-        attn: MultiHeadAttention,
-        hidden: torch.Tensor,
-        ctx: StackContext,
-        *,
-        layer_input: torch.Tensor | None,
-        memory: Memory | None,
-    ) -> tuple[torch.Tensor, torch.Tensor]: ...
-
-
-class ScoreTransform(Protocol):
-    def __call__(self, scores: torch.Tensor, ctx: StackContext, attn: MultiHeadAttention) -> torch.Tensor: ...
+__all__ = ["KVTransform", "MultiHeadAttention", "ScoreTransform", "StackContext", "future_mask"]
 
 
 # Inference with at most this many query rows per (row, head) uses two matmuls and a softmax instead of

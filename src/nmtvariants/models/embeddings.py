@@ -9,6 +9,7 @@ followed by embedding dropout.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import torch
 from torch import nn
@@ -38,6 +39,8 @@ class Embedder(nn.Module):
         self.dropout = Dropout(dropout)
         self.d_model = d_model
         self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), persistent=False)
+        # seam: a plug-in's EmbeddingTransform (models.interfaces), applied after scaling, before positions
+        self.feature_transform: nn.Module | None = None
 
     def position_signal(self, length: int, offset: int = 0) -> torch.Tensor:
         end = offset + length
@@ -46,9 +49,13 @@ class Embedder(nn.Module):
             self.positions = grown.to(self.positions.device)
         return self.positions[offset:end]
 
-    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, offset: int = 0, aux: Mapping[str, torch.Tensor] | None = None
+    ) -> torch.Tensor:
         x = self.table(tokens)
         if self.scale != 1.0:
             x = x * self.scale
+        if self.feature_transform is not None:
+            x = self.feature_transform(x, tokens, aux or {})
         x = x + self.position_signal(tokens.size(1), offset).to(x.dtype)
         return self.dropout(x)

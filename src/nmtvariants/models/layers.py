@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from nmtvariants.models.attention import MultiHeadAttention, StackContext
+from nmtvariants.models.attention import MultiHeadAttention
 from nmtvariants.models.config import ModelConfig
 from nmtvariants.models.dropout import Dropout
 from nmtvariants.models.hooks import HookState
+from nmtvariants.models.interfaces import Memory, StackContext
 
 if TYPE_CHECKING:
     from nmtvariants.models.decoder_cache import LayerCache
-    from nmtvariants.models.transformer import Memory
 
 SUBLAYER_KINDS = ("self", "cross", "ffn")
 

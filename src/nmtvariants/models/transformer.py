@@ -10,49 +10,21 @@ right-padded with PAD_ID; sources are ``tokens + </s>``, decoder inputs ``<s> + 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from nmtvariants.data.vocab import PAD_ID
-from nmtvariants.models.attention import StackContext
 from nmtvariants.models.config import ModelConfig
 from nmtvariants.models.decoder_cache import DecoderCache
 from nmtvariants.models.embeddings import Embedder
 from nmtvariants.models.hooks import HookState
+from nmtvariants.models.interfaces import AuxLosses, Memory, SourceInputs, StackContext
 from nmtvariants.models.layers import DecoderLayer, EncoderLayer
 from nmtvariants.models.variants import decoder_layout, multi_source
 
 PROJECTION_BLOCK = 1024
-
-
-@dataclass
-class Memory:
-    """What the decoder attends to: encoder states [B, S, d] and a padding mask [B, S] (True at pads).
-
-    ``embeddings`` keeps the encoder's embedding-layer output for variants that attend to it
-    (dec-to-enc lexical shortcuts).
-    """
-
-    states: torch.Tensor
-    pad_mask: torch.Tensor
-    embeddings: torch.Tensor | None = None
-
-    def index_select(self, index: torch.Tensor) -> Memory:
-        return Memory(
-            self.states.index_select(0, index),
-            self.pad_mask.index_select(0, index),
-            None if self.embeddings is None else self.embeddings.index_select(0, index),
-        )
-
-    def repeat_interleave(self, repeats: int) -> Memory:
-        return Memory(
-            self.states.repeat_interleave(repeats, 0),
-            self.pad_mask.repeat_interleave(repeats, 0),
-            None if self.embeddings is None else self.embeddings.repeat_interleave(repeats, 0),
-        )
 
 
 class Transformer(nn.Module):
@@ -63,6 +35,7 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.vocab_size = vocab_size
         self.hooks = HookState()
+        self.aux_losses = AuxLosses()
         layout = decoder_layout(cfg.variant)
         _, n_sources = multi_source(cfg.variant)
         self.n_sources = n_sources
@@ -106,7 +79,7 @@ class Transformer(nn.Module):
     def encode(self, src: torch.Tensor, aux: Mapping[str, torch.Tensor] | None = None) -> Memory:
         """Encode ``src`` [B, S] (tokens + </s>, right-padded with PAD_ID) into a :class:`Memory`."""
         pad_mask = src.eq(PAD_ID)
-        x = self.src_embed(src)
+        x = self.src_embed(src, aux=aux)
         recorder = self.hooks.recorder
         if recorder is not None:
             recorder.put("encoder.embeddings", x)
@@ -123,6 +96,16 @@ class Transformer(nn.Module):
         if recorder is not None:
             recorder.put("encoder.output", x)
         return Memory(states=x, pad_mask=pad_mask, embeddings=ctx.embeddings)
+
+    def encode_inputs(self, inputs: SourceInputs | torch.Tensor) -> list[Memory]:
+        """One :class:`Memory` per encoder for a batch's :class:`SourceInputs` (or a bare source)."""
+        inputs = SourceInputs.of(inputs)
+        if len(inputs.sources) != 1 or inputs.features is not None:
+            raise ValueError(
+                f"this model has one text encoder and no feature encoder; got {len(inputs.sources)} "
+                f"source(s){' and features' if inputs.features is not None else ''}"
+            )
+        return [self.encode(inputs.src, inputs.aux)]
 
     # ------------------------------------------------------------------ decoder
     def new_cache(self, group: int = 1) -> DecoderCache:
@@ -148,7 +131,7 @@ class Transformer(nn.Module):
         if recorder is not None:
             recorder.put("decoder.embeddings", x)
         ctx = StackContext(side="decoder", embeddings=x, aux=aux or {}, history=[x], offset=offset)
-        attends = [~m.pad_mask[:, None, None, :] for m in memories]
+        attends = [m.attend_mask(tgt_in.size(1), offset) for m in memories]
         for index, layer in enumerate(self.decoder_layers):
             ctx.layer = index
             layer_cache = cache.layers[index] if cache is not None else None

@@ -109,7 +109,11 @@ class LayerCache:
         sentences = rows // g
         keys = self.k[:, :, : n * g]
         values = self.v[:, :, : n * g]
-        q = q.view(sentences, g, heads, new, d_head).transpose(1, 2).reshape(sentences, heads, g * new, d_head)
+        q = (
+            q.view(sentences, g, heads, new, d_head)
+            .transpose(1, 2)
+            .reshape(sentences, heads, g * new, d_head)
+        )
         scores = torch.matmul(q * (1.0 / math.sqrt(d_head)), keys.transpose(-1, -2))  # [S, H, g*T, n*g]
         if g > 1:
             scores = scores.view(sentences, heads, g, new, n, g)

@@ -40,7 +40,9 @@ class SourceInputs:
     features: torch.Tensor | None = None
 
     @classmethod
-    def of(cls, src: torch.Tensor | SourceInputs, aux: Mapping[str, torch.Tensor] | None = None) -> SourceInputs:
+    def of(
+        cls, src: torch.Tensor | SourceInputs, aux: Mapping[str, torch.Tensor] | None = None
+    ) -> SourceInputs:
         """Accept a bare source tensor (single-source callers) or an existing SourceInputs."""
         if isinstance(src, SourceInputs):
             return src

@@ -22,7 +22,7 @@ from nmtvariants.models.embeddings import Embedder
 from nmtvariants.models.hooks import HookState
 from nmtvariants.models.interfaces import AuxLosses, Memory, SourceInputs, StackContext
 from nmtvariants.models.layers import DecoderLayer, EncoderLayer
-from nmtvariants.models.variants import decoder_layout, multi_source
+from nmtvariants.models.variants import decoder_layout, init_plugin_parameters, multi_source
 
 PROJECTION_BLOCK = 1024
 
@@ -64,16 +64,7 @@ class Transformer(nn.Module):
 
     def reset_parameters(self) -> None:
         """Glorot-uniform weights, zero biases, LayerNorm gain 1 (Emelin et al.'s initialisation)."""
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.xavier_uniform_(module.weight)
-            elif isinstance(module, nn.LayerNorm):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+        init_plugin_parameters(self)
 
     # ------------------------------------------------------------------ encoder
     def encode(self, src: torch.Tensor, aux: Mapping[str, torch.Tensor] | None = None) -> Memory:

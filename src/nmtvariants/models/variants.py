@@ -8,7 +8,8 @@ Core switches (built into the layers):
 * ``multi_source``: ``{strategy: serial, sources: N}``; N memories for cross-attention. Only ``serial``
   is built into the core; other strategies are plug-ins registered under ``multi_source.<strategy>``.
 
-Plug-ins: any other top-level key names a plug-in registered with :func:`register_variant`. After the
+Plug-ins: any other top-level key names a plug-in registered with :func:`register_variant` by a module
+of the ``nmtvariants.plugins`` package (all of them are imported by :func:`load_plugins`). After the
 base model is built, each plug-in receives the model and its options and installs its modules into the
 seams (``attn.kv_transform``, ``attn.score_transform``, ``SubLayer.residual_from_normed``, extra
 parameters). Because installation happens in ``build_model``, the parameters are part of the model and
@@ -19,8 +20,11 @@ order, so that a composed variant (e.g. PASCAL + shortcuts + simplified decoder)
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from torch import nn
 
 from nmtvariants.errors import ConfigError
 from nmtvariants.models.layers import SUBLAYER_KINDS, parse_layout
@@ -37,8 +41,7 @@ LAYOUT_NAMES = {
     "simplified": "self,cross",
 }
 CORE_KEYS = ("decoder_layout", "multi_source")
-# modules that register plug-ins when imported; study modules add themselves here
-PLUGIN_MODULES: list[str] = []
+PLUGIN_PACKAGE = "nmtvariants.plugins"
 PLUGINS: dict[str, Installer] = {}
 
 
@@ -58,9 +61,29 @@ def unregister_variant(name: str) -> None:
     PLUGINS.pop(name, None)
 
 
-def _load_plugin_modules() -> None:
-    for module in PLUGIN_MODULES:
-        importlib.import_module(module)
+def load_plugins() -> None:
+    """Import every module of the plug-in package (each registers its variants on import)."""
+    package = importlib.import_module(PLUGIN_PACKAGE)
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{PLUGIN_PACKAGE}.{module.name}")
+
+
+def init_plugin_parameters(module: nn.Module) -> None:
+    """Initialise a plug-in's new modules as ``Transformer.reset_parameters`` does the base model's.
+
+    Installers run after the base model is initialised, so a plug-in's parameters would otherwise
+    keep PyTorch's per-layer defaults (Kaiming-uniform), not the Glorot rule of the studies.
+    """
+    for sub in module.modules():
+        if isinstance(sub, nn.Linear):
+            nn.init.xavier_uniform_(sub.weight)
+            if sub.bias is not None:
+                nn.init.zeros_(sub.bias)
+        elif isinstance(sub, nn.Embedding):
+            nn.init.xavier_uniform_(sub.weight)
+        elif isinstance(sub, nn.LayerNorm):
+            nn.init.ones_(sub.weight)
+            nn.init.zeros_(sub.bias)
 
 
 def decoder_layout(variant: dict[str, Any]) -> tuple[str, ...]:
@@ -92,7 +115,7 @@ def multi_source(variant: dict[str, Any]) -> tuple[str, int]:
     if not isinstance(sources, int) or sources < 1:
         raise ConfigError(f"model.variant.multi_source.sources: must be a positive integer, got {sources!r}")
     if strategy != "serial":
-        _load_plugin_modules()
+        load_plugins()
         if f"multi_source.{strategy}" not in PLUGINS:
             raise ConfigError(
                 f"model.variant.multi_source.strategy: {strategy!r} is not available (built in: serial; "
@@ -105,7 +128,7 @@ def check_variant(variant: dict[str, Any]) -> None:
     """Raise ConfigError for unknown switches before anything is built."""
     decoder_layout(variant)
     multi_source(variant)
-    _load_plugin_modules()
+    load_plugins()
     unknown = sorted(key for key in variant if key not in CORE_KEYS and key not in PLUGINS)
     if unknown:
         raise ConfigError(

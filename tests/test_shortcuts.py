@@ -17,7 +17,16 @@ from model_fixtures import single_thread
 from nmtvariants.cli import main
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.errors import ConfigError
-from nmtvariants.models import build_model, capture, count_parameters, model_config
+from nmtvariants.inference.beam_search import beam_search
+from nmtvariants.models import (
+    build_model,
+    capture,
+    count_parameters,
+    load_model,
+    model_config,
+    register_variant,
+)
+from nmtvariants.models.variants import unregister_variant
 
 VOCAB = 30
 D = 64
@@ -317,6 +326,35 @@ def test_cached_beams_equal_full_recomputation():
     torch.testing.assert_close(torch.cat(steps, 1), full[:, split:], atol=1e-5, rtol=1e-5)
 
 
+def greedy_by_full_recomputation(model, src_row: torch.Tensor, max_len: int) -> tuple[list[int], float]:
+    """Naive greedy decoding of one sentence: the whole prefix re-decoded at every step, no cache."""
+    memory = model.encode(src_row[None])
+    prefix, log_prob = [BOS_ID], 0.0
+    for step in range(max_len + 1):
+        scores = model.decode(torch.tensor([prefix]), memory)[0, -1].double().log_softmax(-1)
+        scores[[PAD_ID, BOS_ID]] = -math.inf
+        token = EOS_ID if step == max_len else int(scores.argmax())
+        log_prob += float(scores[token])
+        if token == EOS_ID:
+            break
+        prefix.append(token)
+    return prefix[1:], log_prob
+
+
+def test_beam_search_of_one_equals_greedy_full_recomputation():
+    """beam_search (cache, memory rows dropped as sentences finish) with dec-to-enc + self-attention
+    feature-fusion shortcuts finds the same tokens and log-probabilities as a naive greedy loop."""
+    model = build({"kind": "feature_fusion", "cross_attention": True}, seed=13).eval()
+    src, _ = sample(13)
+    hyps = beam_search(model, src, beam_size=1, length_norm="none", max_len_a=1.0, max_len_b=2)
+    with torch.no_grad():
+        for row, (best,) in zip(src, hyps, strict=True):
+            length = int(row.ne(PAD_ID).sum()) - 1
+            tokens, log_prob = greedy_by_full_recomputation(model, row[: length + 1], length + 2)
+            assert best.tokens == tokens
+            assert best.log_prob == pytest.approx(log_prob, abs=1e-4)
+
+
 def test_composes_with_simplified_decoder():
     options = {"kind": "lexical", "cross_attention": True}
     model = build(options, layout="simplified").eval()
@@ -338,6 +376,38 @@ def test_composes_with_simplified_decoder():
         logits.double(), reference_logits(model, options, src, tgt), atol=2e-5, rtol=1e-4
     )
     assert_incremental_equals_full(model, src, tgt)
+
+
+def test_checkpoint_round_trip_rebuilds_the_shortcuts(tmp_path):
+    """load_model rebuilds the plug-in from the stored variant, so a trained shortcut model decodes."""
+    model = build({"kind": "feature_fusion", "source": "n_minus_2", "cross_attention": True}, seed=11).eval()
+    path = tmp_path / "model.pt"
+    torch.save({"model_config": model.cfg.to_dict(), "vocab_size": VOCAB, "model": model.state_dict()}, path)
+    loaded = load_model(path)
+    src, tgt = sample(11)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(src, tgt), model(src, tgt))
+
+
+def test_bf16_autocast_trains_and_decodes():
+    """Under bf16 autocast the gated keys and values stay in the compute dtype (the fp32 gate bias is
+    cast), so training steps and cached decoding run; cached decoding still matches a full pass."""
+    model = build({"kind": "lexical", "cross_attention": True}, seed=12)
+    src, tgt = sample(12)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = model(src, tgt).float().logsumexp(-1).mean()
+    loss.backward()
+    sc = model.decoder_layers[1].self_attn.attn.kv_transform
+    assert sc.key_gate_bias.grad is not None and sc.key_gate_bias.grad.abs().sum() > 0
+    assert model.src_embed.table.weight.grad.abs().sum() > 0
+    model.eval()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        memory = model.encode(src)
+        full = model.decode(tgt, memory)
+        cache = model.new_cache()
+        steps = torch.cat([model.decode(tgt[:, t : t + 1], memory, cache) for t in range(tgt.size(1))], 1)
+    assert steps.dtype == full.dtype == torch.bfloat16
+    torch.testing.assert_close(steps.float(), full.float(), atol=0.1, rtol=0.05)
 
 
 # ---------------------------------------------------------------- parameters and initialisation
@@ -436,3 +506,17 @@ def test_cross_shortcuts_need_source_embeddings():
         memory.embeddings = None
         with pytest.raises(ValueError, match=r"Memory\.embeddings"):
             model.decode(tgt, memory)
+
+
+def test_refuses_to_overwrite_another_variants_kv_transform():
+    """Two plug-ins gating the same keys and values would silently drop one: the second one refuses."""
+
+    @register_variant("another_kv")  # installed before shortcuts (sorted key order)
+    def install(model, options):
+        model.encoder_layers[0].self_attn.attn.kv_transform = torch.nn.Identity()
+
+    try:
+        with pytest.raises(ConfigError, match=r"encoder\.layers\.0\.self already has a key/value transform"):
+            build_model(model_config("tiny", variant={"another_kv": {}, "shortcuts": {}}), VOCAB)
+    finally:
+        unregister_variant("another_kv")

@@ -38,7 +38,7 @@ as ``{attention name}.key_gate`` / ``.value_gate`` [B, T, d] under :func:`nmtvar
 
 Parameters per gated attention: lexical 2d^2 + 2d, feature-fusion 6d^2 + 2d (Table 5: BASE 65,166K ->
 71,470K and 84,053K; BIG 218,413K -> 293,935K). The paper trains them with warm-up 6000 (lexical) and
-8000 (feature-fusion) instead of the baseline's 4000: :data:`PAPER_WARMUP`.
+8000 (feature-fusion) instead of the baseline's 4000 (A.1); that belongs to the experiment's trainer config.
 """
 
 from __future__ import annotations
@@ -63,8 +63,6 @@ KINDS = ("lexical", "feature_fusion")
 STACKS = {"both": ("encoder", "decoder"), "encoder": ("encoder",), "decoder": ("decoder",), "none": ()}
 SOURCES = ("embeddings", "n_minus_2")
 WIRINGS = ("authors", "pre_norm")
-# Emelin et al. A.1: warm-up steps of the BASE models (the baseline uses 4000; BIG models 16000)
-PAPER_WARMUP = {"lexical": 6000, "feature_fusion": 8000}
 KEY = "model.variant.shortcuts"
 
 
@@ -223,6 +221,8 @@ def install_shortcuts(model: Transformer, raw: Any) -> None:
     reference = model.output_weight
     factory = {"device": reference.device, "dtype": reference.dtype}
     for block, attn, cross in gated_attentions(model, options):
+        if attn.kv_transform is not None:
+            raise ConfigError(f"{KEY}: {attn.name} already has a key/value transform from another variant")
         attn.kv_transform = GatedShortcut(model.cfg.d_model, options, cross, factory)
         if options.kind == "feature_fusion":  # the fused maps replace the layer's W^K and W^V
             attn.k_proj = None

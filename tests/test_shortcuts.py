@@ -355,15 +355,20 @@ def test_beam_search_of_one_equals_greedy_full_recomputation():
             assert best.log_prob == pytest.approx(log_prob, abs=1e-4)
 
 
-def test_composes_with_simplified_decoder():
+@pytest.mark.parametrize(
+    ("layout", "kinds"), [("simplified", ("self", "cross")), ("sem_tem_ifm", ("cross", "self", "ffn"))]
+)
+def test_composes_with_decoder_layouts(layout, kinds):
+    """Yang et al.'s layouts: the simplified decoder (self, cross), and cross before self, where the
+    authors' wiring takes H from the cross-attention sub-layer's output."""
     options = {"kind": "lexical", "cross_attention": True}
-    model = build(options, layout="simplified").eval()
-    assert model.decoder_layers[0].layout == ("self", "cross")
+    model = build(options, layout=layout).eval()
+    assert model.decoder_layers[0].layout == kinds
     baseline = build_model(
         model_config(
             "tiny",
             overrides={"encoder_layers": 3, "decoder_layers": 3},
-            variant={"decoder_layout": "simplified"},
+            variant={"decoder_layout": layout},
         ),
         VOCAB,
     )

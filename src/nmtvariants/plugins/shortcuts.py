@@ -19,10 +19,12 @@ from the embeddings, with the authors' wiring. Options (all optional):
 * ``source``: ``embeddings`` (lexical) | ``n_minus_2`` (non-lexical, Table 4): layer n takes the output
   of layer n-2 in place of E; layers 1 and 2 take the embeddings (footnote 5: nothing lies below them).
   This is the variant the paper describes; the published code selects it with a misspelt string and
-  so builds plain lexical shortcuts instead (seed brief §1.4).
+  so builds plain lexical shortcuts instead (seed brief §1.4). The authors' intended module is the
+  feature-fusion one: Table 4's row is ``{kind: feature_fusion, source: n_minus_2}``.
 * ``wiring``: ``authors`` | ``pre_norm`` (matters only in pre-norm models, the default):
   - ``authors`` (the TF code, seed brief §1.2): H in eqs 7-8 is the sub-layer's raw, un-normalised input
-    (the previous layer's output), the queries come from LN(x), and every sub-layer that carries a
+    (the previous layer's output in the standard layout; in ``cross,self,ffn`` the cross-attention
+    sub-layer's output), the queries come from LN(x), and every sub-layer that carries a
     shortcut adds LN(x) back as its residual, not x (``SubLayer.residual_from_normed``). That is
     neither pre-norm nor post-norm, but it is the model the paper's numbers come from.
   - ``pre_norm``: clean pre-norm: H is LN(x), the same input the baseline's keys and values see, and

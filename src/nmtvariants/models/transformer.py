@@ -1,9 +1,11 @@
 """The one encoder-decoder Transformer that every study's variant plugs into.
 
-``forward(src, tgt_in)`` gives logits for teacher forcing; ``encode`` and ``decode`` are separate so that
-beam search encodes once and decodes step by step with a :class:`DecoderCache` (self-attention keys and
-values appended per step and never reordered, cross-attention keys and values computed once per
-memory; see models/decoder_cache.py). Sequences are
+``forward(src, tgt_in)`` gives logits for teacher forcing (``src``: a source [B, S] or a
+:class:`SourceInputs`); ``encode_inputs`` runs every encoder once (text sources in order, then the
+feature grid; models/encoders.py) and returns one :class:`Memory` each; ``decode`` attends to them.
+Encoding and decoding are separate so that beam search encodes once and decodes step by step with a
+:class:`DecoderCache` (self-attention keys and values appended per step and never reordered,
+cross-attention keys and values computed once per memory; see models/decoder_cache.py). Sequences are
 right-padded with PAD_ID; sources are ``tokens + </s>``, decoder inputs ``<s> + tokens``.
 """
 

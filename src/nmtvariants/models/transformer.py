@@ -40,8 +40,8 @@ class Transformer(nn.Module):
         self.hooks = HookState()
         self.aux_losses = AuxLosses()
         layout = decoder_layout(cfg.variant)
-        self.sources = multi_source(cfg.variant, cfg.encoder_layers)
-        self.n_memories = self.sources.memories
+        self.multi_source = multi_source(cfg.variant, cfg.encoder_layers)
+        self.n_memories = self.multi_source.memories
         d = cfg.d_model
         tgt_table = nn.Embedding(vocab_size, d)
         src_table = tgt_table if cfg.share_embeddings == "all" else nn.Embedding(vocab_size, d)
@@ -52,13 +52,13 @@ class Transformer(nn.Module):
             tgt_table, d, cfg.embedding_dropout, cfg.scale_embeddings, cfg.max_positions
         )
         # the first source's encoder keeps the single-source names; further ones are TextEncoders
-        depths = self.sources.encoder_layers
+        depths = self.multi_source.encoder_layers
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg, self.hooks, i) for i in range(depths[0]))
-        own = [] if self.sources.share_encoders else depths[1:]
+        own = [] if self.multi_source.share_encoders else depths[1:]
         self.source_encoders = nn.ModuleList(
             TextEncoder(cfg, self.hooks, depth, f"encoder{k}") for k, depth in enumerate(own, start=1)
         )
-        channels = self.sources.feature_channels
+        channels = self.multi_source.feature_channels
         self.feature_encoder = None if channels is None else FeatureEncoder(channels, d, self.hooks)
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(cfg, self.hooks, i, layout, self.n_memories) for i in range(cfg.decoder_layers)
@@ -83,9 +83,10 @@ class Transformer(nn.Module):
 
         ``aux`` streams are aligned with the first source; the other sources' encoders get none.
         """
-        if not 0 <= source < self.sources.sources:
-            raise ValueError(f"this model has {self.sources.sources} text encoder(s), asked for {source}")
-        if source == 0 or self.sources.share_encoders:
+        count = self.multi_source.sources
+        if not 0 <= source < count:
+            raise ValueError(f"this model has {count} text encoder(s), asked for encoder {source}")
+        if source == 0 or self.multi_source.share_encoders:
             layers, norm = self.encoder_layers, self.encoder_norm
         else:
             encoder = self.source_encoders[source - 1]
@@ -105,7 +106,7 @@ class Transformer(nn.Module):
 
     def check_inputs(self, inputs: SourceInputs) -> None:
         """InputError unless ``inputs`` has the sources and features this model's encoders read."""
-        expected = self.sources.sources
+        expected = self.multi_source.sources
         if len(inputs.sources) != expected:
             raise InputError(
                 f"model inputs: this model has {expected} text encoder(s) (multi_source.sources) but the "

@@ -418,6 +418,10 @@ def test_bad_inputs_raise_clear_errors():
         (SourceInputs(sources=inputs.sources, features=inputs.features[..., :4]), f"{CHANNELS}.*channels"),
         (SourceInputs(sources=inputs.sources, features=inputs.features[:2]), "2 rows for 3 sentences"),
         (SourceInputs(sources=[inputs.src, inputs.sources[1][:2]], features=inputs.features), "source 1"),
+        (
+            SourceInputs(inputs.sources, {"parents": inputs.src[:, :-1]}, inputs.features),
+            "stream 'parents' has shape",
+        ),
     ]
     for wrong, message in bad:
         with pytest.raises(InputError, match=message):

@@ -119,6 +119,12 @@ class Transformer(nn.Module):
                     f"model inputs: source {k} has shape {list(src.shape)}, expected [{rows}, length] "
                     "like source 0; every source needs one line per sentence"
                 )
+        for name, stream in inputs.aux.items():
+            if stream.shape != inputs.src.shape:
+                raise InputError(
+                    f"model inputs: stream {name!r} has shape {list(stream.shape)}, expected "
+                    f"{list(inputs.src.shape)} (one value per token of source 0, padded with AUX_PAD)"
+                )
         if self.feature_encoder is None:
             if inputs.features is not None:
                 raise InputError(

@@ -142,18 +142,18 @@ class RecomputingDecoder:
     def train(self, mode=True):
         return self
 
-    def encode(self, src, aux=None):
-        return self.model.encode(src, aux)
+    def encode_inputs(self, inputs):
+        return self.model.encode_inputs(inputs)
 
     def new_cache(self, group=1):
         return self.cache_type(group)
 
-    def decode(self, tokens, memory, cache, aux=None):
+    def decode(self, tokens, memories, cache, aux=None):
         import torch
 
         cache.prefix = tokens if cache.prefix is None else torch.cat([cache.prefix, tokens], 1)
-        expanded = memory.repeat_interleave(cache.group)
-        return self.model.decode(cache.prefix, expanded)[:, -1:]
+        expanded = [memory.repeat_interleave(cache.group) for memory in memories]
+        return self.model.decode(cache.prefix, expanded, aux=aux)[:, -1:]
 
 
 def run_reference(args: argparse.Namespace, data: Path) -> dict:

@@ -17,7 +17,12 @@ The algorithm is fairseq's, stated exactly so that a naive per-sentence implemen
 Length normalisation of a hypothesis with L tokens (including </s>) and log-probability s:
 ``gnmt``: s / ((5 + L) / 6) ** alpha (Wu et al. 2016); ``average``: s / L; ``none``: s.
 
-Speed: the encoder runs once per batch; the memory and its cross-attention keys/values stay at one
+Inputs: a bare source [B, S] or a :class:`SourceInputs` (several sources, per-token streams, a feature
+grid); the length cap counts the first source. Every encoder runs once per batch and yields one memory;
+the per-token streams reach the decoder with one row per hypothesis (the K beams of a sentence share
+its rows), and memories, streams and search state drop finished sentences together.
+
+Speed: the encoder runs once per batch; the memories and their cross-attention keys/values stay at one
 row per sentence (the K beams are folded into the query axis); self-attention keys/values are cached
 per layer and never moved (beam selection reorders an ancestry table, models/decoder_cache.py);
 finished-hypothesis bookkeeping is tensor arithmetic, with one
@@ -33,6 +38,7 @@ import torch
 
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.errors import ConfigError
+from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.models.transformer import Transformer
 
 LENGTH_NORMS = ("gnmt", "average", "none")
@@ -67,7 +73,7 @@ def max_lengths(src: torch.Tensor, a: float, b: float) -> torch.Tensor:
 @torch.inference_mode()
 def beam_search(
     model: Transformer,
-    src: torch.Tensor,
+    src: torch.Tensor | SourceInputs,
     beam_size: int = 5,
     length_norm: str = "gnmt",
     alpha: float = 0.6,
@@ -77,21 +83,23 @@ def beam_search(
     min_len: int = 0,
     aux: Mapping[str, torch.Tensor] | None = None,
 ) -> list[list[Hypothesis]]:
-    """Translate a padded batch ``src`` [B, S]; returns ``nbest`` hypotheses per sentence, best first."""
+    """Translate a padded batch ``src`` [B, S] (``aux``: its streams) or a :class:`SourceInputs`;
+    returns ``nbest`` hypotheses per sentence, best first."""
     if beam_size < 1 or not 1 <= nbest <= beam_size:
         raise ConfigError(f"need beam >= 1 and 1 <= nbest <= beam (got beam {beam_size}, nbest {nbest})")
     length_penalty(1.0, length_norm, alpha)  # validates the kind
     was_training = model.training
     model.eval()
     try:
-        return _search(model, src, beam_size, length_norm, alpha, max_len_a, max_len_b, nbest, min_len, aux)
+        inputs = SourceInputs.of(src, aux)
+        return _search(model, inputs, beam_size, length_norm, alpha, max_len_a, max_len_b, nbest, min_len)
     finally:
         model.train(was_training)
 
 
 def _search(
     model: Transformer,
-    src: torch.Tensor,
+    inputs: SourceInputs,
     k: int,
     length_norm: str,
     alpha: float,
@@ -99,15 +107,17 @@ def _search(
     max_len_b: float,
     nbest: int,
     min_len: int,
-    aux: Mapping[str, torch.Tensor] | None,
 ) -> list[list[Hypothesis]]:
+    src = inputs.src
     device = src.device
     batch = src.size(0)
     vocab = model.vocab_size
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
     if batch == 0:
         return results
-    memory = model.encode(src, aux)
+    memories = model.encode_inputs(inputs)
+    # the decoder's streams: one row per hypothesis, the k beams of sentence i at rows i*k .. i*k+k-1
+    aux = {name: stream.repeat_interleave(k, 0) for name, stream in inputs.aux.items()}
     cache = model.new_cache(group=k)
     limit = max_lengths(src, max_len_a, max_len_b)  # [B]
     steps = int(limit.max()) + 1
@@ -133,7 +143,7 @@ def _search(
 
     for t in range(steps):
         live = alive.numel()
-        logits = model.decode(tokens[:, t : t + 1], memory, cache, aux)[:, 0].float()
+        logits = model.decode(tokens[:, t : t + 1], memories, cache, aux)[:, 0].float()
         cand = torch.log_softmax(logits, dim=-1).view(live, k, vocab)
         cand.add_(scores[:, :, None])  # in place: no second [rows, V] tensor
         cand[:, :, PAD_ID] = float("-inf")
@@ -200,7 +210,9 @@ def _search(
             tokens = tokens.view(live, k, -1).index_select(0, keep).view(keep.numel() * k, -1)
             next_token = next_token.view(live, k).index_select(0, keep).view(-1)
             scores = scores.index_select(0, keep)
-            memory = memory.index_select(keep)
+            memories = [memory.index_select(keep) for memory in memories]
+            kept_rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
+            aux = {name: stream.index_select(0, kept_rows) for name, stream in aux.items()}
             cache.select_memory(keep)
             limit, alive = limit.index_select(0, keep), alive.index_select(0, keep)
             fin_tokens, fin_norm = fin_tokens.index_select(0, keep), fin_norm.index_select(0, keep)
@@ -238,6 +250,6 @@ def _collect(
         results[sentence] = hyps
 
 
-def greedy_search(model: Transformer, src: torch.Tensor, **kwargs: object) -> list[list[int]]:
+def greedy_search(model: Transformer, src: torch.Tensor | SourceInputs, **kwargs: object) -> list[list[int]]:
     """Greedy decoding is beam search with beam 1."""
     return [h[0].tokens if h else [] for h in beam_search(model, src, beam_size=1, nbest=1, **kwargs)]

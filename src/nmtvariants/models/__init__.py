@@ -4,8 +4,8 @@ Public API::
 
     cfg = model_config("tiny", overrides={"dropout": ...}, variant={})
     model = build_model(cfg, vocab_size=V)
-    logits = model(src, tgt_in)
-    memory = model.encode(src); logits = model.decode(tgt_in, memory, cache=None)
+    logits = model(src, tgt_in)                      # src: a [B, S] tensor or a SourceInputs
+    memories = model.encode_inputs(inputs); logits = model.decode(tgt_in, memories, cache=None)
     model = load_model(checkpoint_path)
 """
 

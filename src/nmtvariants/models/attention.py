@@ -116,6 +116,8 @@ class MultiHeadAttention(nn.Module):
         if group > 1:
             q = q.view(rows // group, group, heads, length, d_head).transpose(1, 2)
             q = q.reshape(rows // group, heads, group * length, d_head)
+            if attend is not None and attend.size(-2) > 1:  # per-query masks (a causal memory)
+                attend = attend.repeat(1, 1, group, 1)
         if explicit:
             out = self._explicit(q, k, v, ctx, attend, causal)
         elif not self.training and q.size(-2) <= SMALL_QUERY and not causal:

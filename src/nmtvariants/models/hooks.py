@@ -14,8 +14,11 @@ shared :class:`HookState` and checks a single attribute (``recorder is None``) p
 ``{side}.output``                         the stack output (after the final LayerNorm, if any)
 
 with ``side`` in {encoder, decoder} and ``sub`` in {self, cross, ffn} (cross with several memories:
-``cross.{k}``). Each name maps to a list with one tensor per call (incremental decoding calls once per
-step). Plug-ins may record more under their own names (e.g. shortcut gates).
+``cross.{k}``). A multi-source model records its further text sources under ``encoder{k}`` (k >= 1;
+with shared encoders the sub-layer names stay ``encoder.layers...``, one entry per source in order) and
+its feature encoder's projection as ``features.output``. Each name maps to a list with one tensor per
+call (incremental decoding calls once per step). Plug-ins may record more under their own names (e.g.
+shortcut gates).
 """
 
 from __future__ import annotations

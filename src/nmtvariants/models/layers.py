@@ -8,7 +8,13 @@ layer is a *sequence* of sub-layers given by ``variant.decoder_layout`` (Yang et
 
 Cross-attention holds one attention per memory (multi-source, Libovický et al. §4.2); the ``serial``
 combination attends to the memories one after the other, each with its own LayerNorm and residual,
-which for a single memory is exactly the standard encoder-decoder attention sub-layer.
+which for a single memory is exactly the standard encoder-decoder attention sub-layer. Each memory's
+mask comes from ``Memory.attend_mask`` (padding, and causal order for a ``causal`` memory).
+
+A multi-source strategy plug-in (``variants.register_strategy``) replaces ``DecoderLayer.cross_attn``
+with a module called as ``block(x, ctx, memories, attends, cache=..., group=...)`` returning the new
+state [rows, T, d]; subclassing :class:`CrossAttentionBlock` gives it ``keys_values`` (cached
+per-memory keys/values) and the residual/norm of :class:`SubLayer`.
 """
 
 from __future__ import annotations
@@ -130,6 +136,20 @@ class CrossAttentionBlock(SubLayer):
             attn.project_kv(m.states, ctx, memory=m) for attn, m in zip(self.attns, memories, strict=True)
         ]
 
+    def keys_values(
+        self, memories: list[Memory], ctx: StackContext, cache: LayerCache | None
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Every memory's keys/values, computed once per decoding run when there is a ``cache``.
+
+        ``cache.cross`` must stay a list of (keys, values) with memory rows first: beam search selects
+        its rows when sentences finish (``LayerCache.select``).
+        """
+        if cache is None:
+            return self.memory_kv(memories, ctx)
+        if cache.cross is None:
+            cache.cross = self.memory_kv(memories, ctx)
+        return cache.cross
+
     def forward(
         self,
         x: torch.Tensor,
@@ -139,12 +159,7 @@ class CrossAttentionBlock(SubLayer):
         cache: LayerCache | None = None,
         group: int = 1,
     ) -> torch.Tensor:
-        if cache is not None:
-            if cache.cross is None:
-                cache.cross = self.memory_kv(memories, ctx)
-            kvs = cache.cross
-        else:
-            kvs = self.memory_kv(memories, ctx)
+        kvs = self.keys_values(memories, ctx, cache)
         recorder = self.hooks.recorder
         for index, attn in enumerate(self.attns):
             norm = self.norm if index == 0 else self.extra_norms[index - 1]
@@ -162,9 +177,9 @@ class CrossAttentionBlock(SubLayer):
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, hooks: HookState, index: int):
+    def __init__(self, cfg: ModelConfig, hooks: HookState, index: int, prefix: str = "encoder"):
         super().__init__()
-        name = f"encoder.layers.{index}"
+        name = f"{prefix}.layers.{index}"
         self.self_attn = SelfAttentionBlock(cfg, hooks, f"{name}.self", causal=False)
         self.ffn = FeedForwardBlock(cfg, hooks, f"{name}.ffn")
 

@@ -5,8 +5,10 @@ Core switches (built into the layers):
 * ``decoder_layout``: order of decoder sub-layers, e.g. ``"self,cross,ffn"`` (default), ``"cross,ffn"``
   (SEM->IFM), ``"cross,self,ffn"`` (SEM->TEM->IFM), ``"self,cross"`` (simplified decoder); the names
   ``standard``, ``sem_ifm``, ``sem_tem_ifm``, ``simplified`` are accepted too.
-* ``multi_source``: ``{strategy: serial, sources: N}``; N memories for cross-attention. Only ``serial``
-  is built into the core; other strategies are plug-ins registered under ``multi_source.<strategy>``.
+* ``multi_source``: ``{strategy: serial, sources: N, share_encoders, encoder_layers, features}``: N text
+  encoders (own or shared parameters, own depth) and an optional feature encoder, one memory each
+  (:class:`MultiSource`). Only ``serial`` is built into the core; other strategies are plug-ins
+  registered with :func:`register_strategy`, which also declares their own option keys.
 
 Plug-ins: any other top-level key names a plug-in registered with :func:`register_variant` by a module
 of the ``nmtvariants.plugins`` package (all of them are imported by :func:`load_plugins`). After the
@@ -22,6 +24,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
@@ -103,25 +106,120 @@ def decoder_layout(variant: dict[str, Any]) -> tuple[str, ...]:
     return kinds
 
 
-def multi_source(variant: dict[str, Any]) -> tuple[str, int]:
+# The multi_source keys the core reads; a strategy plug-in declares its own with register_strategy.
+MULTI_SOURCE_KEYS = ("strategy", "sources", "share_encoders", "encoder_layers", "features")
+STRATEGY_KEYS: dict[str, tuple[str, ...]] = {"serial": ()}
+
+
+def register_strategy(name: str, keys: tuple[str, ...] = ()) -> Callable[[Installer], Installer]:
+    """Decorator for a multi-source combination: ``@register_strategy("parallel", keys=("heads",))``.
+
+    Registers the installer as the plug-in ``multi_source.<name>`` (called with the model and the whole
+    ``multi_source`` mapping, after the base model is built with ``serial`` cross-attention blocks
+    holding one attention per memory) and declares the strategy's own option ``keys``: the config check
+    accepts them beside the core keys (MULTI_SOURCE_KEYS) and rejects any other. The installer
+    validates their values (ConfigError naming ``model.variant.multi_source.<key>``).
+    """
+    clash = sorted(set(keys) & set(MULTI_SOURCE_KEYS))
+    if clash:
+        raise ValueError(f"multi_source strategy {name!r}: {', '.join(clash)} are core keys")
+    register = register_variant(f"multi_source.{name}")
+
+    def decorate(installer: Installer) -> Installer:
+        STRATEGY_KEYS[name] = tuple(keys)
+        return register(installer)
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class MultiSource:
+    """The parsed ``multi_source`` switch: which encoders exist and how the decoder combines them.
+
+    ``encoder_layers``: depth of each text encoder (source order); ``feature_channels``: C of the
+    feature grid [B, R, C] when there is a feature encoder (its memory comes after the text ones);
+    ``options``: the strategy's own keys.
+    """
+
+    strategy: str = "serial"
+    sources: int = 1
+    share_encoders: bool = False
+    encoder_layers: tuple[int, ...] = ()
+    feature_channels: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def memories(self) -> int:
+        return self.sources + (self.feature_channels is not None)
+
+
+def multi_source(variant: dict[str, Any], default_layers: int = 6) -> MultiSource:
+    """Parse and check ``variant.multi_source``; ``default_layers``: the model's ``encoder_layers``.
+
+    ``{strategy: serial, sources: N, share_encoders: false, encoder_layers: [6, 2],
+    features: {channels: C}, <the strategy's own keys>}``. ``encoder_layers`` (an int or one int per
+    source) overrides the model's depth for the text encoders; shared encoders have one depth.
+    """
+    key = "model.variant.multi_source"
     options = variant.get("multi_source") or {}
     if not isinstance(options, dict):
-        raise ConfigError("model.variant.multi_source: expected a mapping {strategy: ..., sources: N}")
-    unknown = sorted(set(options) - {"strategy", "sources"})
-    if unknown:
-        raise ConfigError(f"model.variant.multi_source: unknown key(s) {', '.join(unknown)}")
+        raise ConfigError(f"{key}: expected a mapping {{strategy: ..., sources: N}}")
     strategy = options.get("strategy", "serial")
-    sources = options.get("sources", 1)
-    if not isinstance(sources, int) or sources < 1:
-        raise ConfigError(f"model.variant.multi_source.sources: must be a positive integer, got {sources!r}")
     if strategy != "serial":
         load_plugins()
         if f"multi_source.{strategy}" not in PLUGINS:
             raise ConfigError(
-                f"model.variant.multi_source.strategy: {strategy!r} is not available (built in: serial; "
+                f"{key}.strategy: {strategy!r} is not available (built in: serial; "
                 f"registered: {', '.join(k for k in PLUGINS if k.startswith('multi_source.')) or 'none'})"
             )
-    return strategy, sources
+    own = STRATEGY_KEYS.get(strategy, ())
+    unknown = sorted(set(options) - set(MULTI_SOURCE_KEYS) - set(own))
+    if unknown:
+        raise ConfigError(
+            f"{key}: unknown key(s) {', '.join(unknown)} for strategy {strategy!r}; "
+            f"known: {', '.join([*MULTI_SOURCE_KEYS, *own])}"
+        )
+    sources = options.get("sources", 1)
+    if not isinstance(sources, int) or isinstance(sources, bool) or sources < 1:
+        raise ConfigError(f"{key}.sources: must be a positive integer, got {sources!r}")
+    share = options.get("share_encoders", False)
+    if not isinstance(share, bool):
+        raise ConfigError(f"{key}.share_encoders: must be true or false, got {share!r}")
+    layers = options.get("encoder_layers", default_layers)
+    depths = [layers] * sources if isinstance(layers, int) else layers
+    if (
+        not isinstance(depths, list)
+        or len(depths) != sources
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in depths)
+    ):
+        raise ConfigError(
+            f"{key}.encoder_layers: give one depth (int >= 0) or a list of {sources} depths, got {layers!r}"
+        )
+    if share and len(set(depths)) > 1:
+        raise ConfigError(f"{key}.encoder_layers: shared encoders have one depth, got {layers!r}")
+    features = options.get("features")
+    channels = None
+    if features is not None:
+        channels = features.get("channels") if isinstance(features, dict) else None
+        if (
+            not isinstance(features, dict)
+            or set(features) != {"channels"}
+            or not isinstance(channels, int)
+            or isinstance(channels, bool)
+            or channels < 1
+        ):
+            raise ConfigError(
+                f"{key}.features: expected {{channels: C}} with C the feature grid's positive channel "
+                f"count, got {features!r}"
+            )
+    return MultiSource(
+        strategy=strategy,
+        sources=sources,
+        share_encoders=share,
+        encoder_layers=tuple(depths),
+        feature_channels=channels,
+        options={k: v for k, v in options.items() if k in own},
+    )
 
 
 def check_variant(variant: dict[str, Any]) -> None:
@@ -139,7 +237,7 @@ def check_variant(variant: dict[str, Any]) -> None:
 
 def install_variants(model: Transformer, variant: dict[str, Any]) -> None:
     check_variant(variant)
-    strategy, _ = multi_source(variant)
+    strategy = multi_source(variant).strategy
     if strategy != "serial":
         PLUGINS[f"multi_source.{strategy}"](model, variant["multi_source"])
     for key in sorted(variant):

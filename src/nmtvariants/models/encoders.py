@@ -1,0 +1,94 @@
+"""The encoders of a model: text encoders over token sequences, and a feature encoder over a dense grid.
+
+A single-source model has one text encoder whose modules live directly on the Transformer
+(``encoder_layers``, ``encoder_norm``: the parameter names of every checkpoint so far). A multi-source
+model (``variant.multi_source``, Libovický et al. 2018) adds one :class:`TextEncoder` per further
+source unless the encoders are shared, and a :class:`FeatureEncoder` when a feature grid is given.
+All text sources share the source embedding table and positions (each source starts at position 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from nmtvariants.data.vocab import PAD_ID
+from nmtvariants.errors import InputError
+from nmtvariants.models.config import ModelConfig
+from nmtvariants.models.embeddings import Embedder
+from nmtvariants.models.hooks import HookState
+from nmtvariants.models.interfaces import Memory, StackContext
+from nmtvariants.models.layers import EncoderLayer
+
+
+class TextEncoder(nn.Module):
+    """The layers (and final LayerNorm) of a further source's encoder; ``prefix`` names its records."""
+
+    def __init__(self, cfg: ModelConfig, hooks: HookState, depth: int, prefix: str):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(cfg, hooks, i, prefix) for i in range(depth))
+        final = cfg.norm == "pre" and cfg.final_norm
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if final else None
+
+
+def run_text_encoder(
+    embedder: Embedder,
+    layers: nn.ModuleList,
+    norm: nn.LayerNorm | None,
+    hooks: HookState,
+    src: torch.Tensor,
+    aux: Mapping[str, torch.Tensor],
+    prefix: str = "encoder",
+) -> Memory:
+    """Encode ``src`` [B, S] (tokens + </s>, right-padded with PAD_ID) through one stack into a Memory.
+
+    Records ``{prefix}.embeddings``, ``{prefix}.layers.{i}`` and ``{prefix}.output`` while capturing.
+    """
+    pad_mask = src.eq(PAD_ID)
+    x = embedder(src, aux=aux)
+    recorder = hooks.recorder
+    if recorder is not None:
+        recorder.put(f"{prefix}.embeddings", x)
+    ctx = StackContext(side="encoder", embeddings=x, aux=aux, history=[x], pad_mask=pad_mask)
+    attend = ~pad_mask[:, None, None, :]
+    for index, layer in enumerate(layers):
+        ctx.layer = index
+        x = layer(x, ctx, attend)
+        ctx.history.append(x)
+        if recorder is not None:
+            recorder.put(f"{prefix}.layers.{index}", x)
+    if norm is not None:
+        x = norm(x)
+    if recorder is not None:
+        recorder.put(f"{prefix}.output", x)
+    return Memory(states=x, pad_mask=pad_mask, embeddings=ctx.embeddings)
+
+
+class FeatureEncoder(nn.Module):
+    """A per-position linear projection of a feature grid [B, R, C] to d_model, every position real.
+
+    As Neural Monkey's ``SpatialFiller`` (seed brief §4.3): a 1x1 convolution with bias over the
+    flattened image regions, no positional signal, no self-attention among the regions.
+    """
+
+    def __init__(self, channels: int, d_model: int, hooks: HookState):
+        super().__init__()
+        self.channels = channels
+        self.proj = nn.Linear(channels, d_model)
+        self.hooks = hooks
+
+    def forward(self, features: torch.Tensor) -> Memory:
+        if features.dim() != 3 or features.size(-1) != self.channels:
+            raise InputError(
+                f"feature grid: expected [batch, regions, {self.channels}] (the model's "
+                f"multi_source.features.channels), got shape {list(features.shape)}; give features "
+                "with that many channels or a model built for them"
+            )
+        states = self.proj(features.to(self.proj.weight.dtype))
+        recorder = self.hooks.recorder
+        if recorder is not None:
+            recorder.put("features.output", states)
+        pad_mask = torch.zeros(features.shape[:2], dtype=torch.bool, device=features.device)
+        return Memory(states=states, pad_mask=pad_mask)

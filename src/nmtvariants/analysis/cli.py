@@ -32,7 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--names",
         nargs="+",
         required=True,
-        help="glob patterns over capture names, e.g. 'encoder.layers.*' 'decoder.layers.*.cross.out'",
+        help="fnmatch patterns over capture names (`*` also matches dots), e.g. 'encoder.layers.[0-9]' "
+        "'decoder.layers.*.cross.out'",
     )
     ex.add_argument("--max-sentences", type=int, default=None, help="keep the first N pairs (file order)")
     ex.add_argument(

@@ -149,7 +149,7 @@ def train_mlp_probe(
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                total += float(loss) * len(rows)
+                total += loss.item() * len(rows)
             return total / len(order)
 
         def validate() -> dict[str, float]:

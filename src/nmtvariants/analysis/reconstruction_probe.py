@@ -200,7 +200,7 @@ def train_reconstruction_probe(
                 loss.backward()
                 optimizer.step()
                 count = int(tgt_out.ne(PAD_ID).sum())
-                total += float(loss) * count
+                total += loss.item() * count
                 tokens += count
             return total / tokens
 

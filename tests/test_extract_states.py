@@ -102,6 +102,15 @@ def test_caps_keep_the_first_pairs(model):
     assert len(cap_pairs(data, max_tokens=1)) == 1  # never empty
 
 
+def test_encoder_only_extraction_skips_the_decoder_and_agrees(model):
+    data = random_pairs(6, seed=4)
+    both_indices, both = extract_states(model, data, ["encoder.output", "decoder.output"], batch_size=4)
+    indices, alone = extract_states(model, data, ["encoder.output"], batch_size=2)
+    assert list(indices) == ["encoder"] and list(alone) == ["encoder.output"]
+    np.testing.assert_allclose(alone["encoder.output"], both["encoder.output"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(indices["encoder"].tokens, both_indices["encoder"].tokens)
+
+
 def test_unknown_pattern_names_the_recorded_states(model):
     with pytest.raises(ConfigError, match=r"matches no captured state.*encoder\.layers\.0"):
         extract_states(model, random_pairs(2), ["encoder.layer.9"])

@@ -88,6 +88,8 @@ def extract_states(
     index of the name's side. Only 3-d states ``[B, T, d]`` over the side's positions qualify
     (attention maps are not recorded here).
     """
+    if not patterns:
+        raise ConfigError("name at least one state pattern to extract (e.g. 'encoder.layers.*')")
     if batch_size < 1:
         raise ConfigError(f"batch_size must be positive, got {batch_size}")
     was_training = model.training
@@ -98,9 +100,11 @@ def extract_states(
         for start in range(0, len(data), batch_size):
             rows = np.arange(start, min(start + batch_size, len(data)))
             batch = collate(data, rows).to(device)
-            with capture(model) as recorder:
+            # the first batch records everything, to check the patterns against the names that exist
+            with capture(model, include=chosen) as recorder:
                 memories = model.encode_inputs(SourceInputs.of(batch.src))
-                model.decode_states(batch.tgt_in, memories)
+                if chosen is None or any(side_of(name) == "decoder" for name in chosen):
+                    model.decode_states(batch.tgt_in, memories)
             if chosen is None:
                 chosen = _matching(recorder.keys(), patterns)
             lengths = {"encoder": data.src_lengths[rows], "decoder": data.tgt_lengths[rows]}

@@ -1,0 +1,216 @@
+"""Sub-commands ``extract-states`` (a model's states over a test set, to ``.npz``) and ``probe``
+(train one probe on one representation of that file, report held-out figures as JSON).
+
+One probe per call: a study's workflow runs one job per (model, representation, probe kind), and each
+job reads only the one array it needs from the states file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+import torch
+
+from nmtvariants.errors import ConfigError, InputError
+
+STATE_DTYPES = {"float32": np.float32, "float16": np.float16}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    ex = subparsers.add_parser(
+        "extract-states", help="captured states of a model over a BPE'd test set (teacher forcing) -> .npz"
+    )
+    ex.add_argument("--checkpoint", required=True)
+    ex.add_argument("--vocab", required=True)
+    ex.add_argument("--source", required=True, help="BPE'd source text")
+    ex.add_argument("--target", required=True, help="BPE'd reference target text (teacher forcing)")
+    ex.add_argument("--output", required=True, help="states file (.npz)")
+    ex.add_argument(
+        "--names",
+        nargs="+",
+        required=True,
+        help="fnmatch patterns over capture names (`*` also matches dots), e.g. 'encoder.layers.[0-9]' "
+        "'decoder.layers.*.cross.out'",
+    )
+    ex.add_argument("--max-sentences", type=int, default=None, help="keep the first N pairs (file order)")
+    ex.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="keep the first pairs whose longer sides (</s> included) sum to at most N tokens",
+    )
+    ex.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
+    ex.add_argument("--dtype", choices=tuple(STATE_DTYPES), default="float32", help="stored state precision")
+    ex.add_argument("--device", default="cpu")
+    ex.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    ex.set_defaults(func=run_extract)
+
+    pr = subparsers.add_parser(
+        "probe", help="train a probe on frozen states; held-out accuracy/perplexity JSON"
+    )
+    pr.add_argument("--kind", choices=("mlp", "reconstruction"), required=True)
+    pr.add_argument("--states", required=True, help="states file from extract-states")
+    pr.add_argument("--name", required=True, help="the representation, e.g. encoder.layers.3")
+    pr.add_argument("--output", required=True, help="report (.json)")
+    pr.add_argument(
+        "--test-states",
+        help="report on this states file (same model) instead of a test part split off --states",
+    )
+    pr.add_argument("--valid-fraction", type=float, default=0.1, help="sentences for early stopping")
+    pr.add_argument(
+        "--test-fraction", type=float, default=0.2, help="held-out sentences (without --test-states)"
+    )
+    pr.add_argument("--seed", type=int, default=1)
+    pr.add_argument("--patience", type=int, help="epochs without improvement (mlp 5, reconstruction 3)")
+    pr.add_argument("--max-epochs", type=int)
+    pr.add_argument("--lr", type=float, help="Adam learning rate (mlp 2e-4, reconstruction 5e-4)")
+    pr.add_argument("--dropout", type=float, help="mlp 0.5, reconstruction 0.1")
+    pr.add_argument("--device", default="cpu")
+    pr.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    mlp = pr.add_argument_group("mlp (lexical) probe")
+    mlp.add_argument("--hidden", type=int)
+    mlp.add_argument("--batch-size", type=int, help="token states per update (default 512)")
+    mlp.add_argument("--keep-special", action="store_true", help="also probe the </s> / <s> states")
+    mlp.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="accuracy per label of FILE (one label per BPE token, parallel to the probed side's text)",
+    )
+    mlp.add_argument("--frequency-bins", metavar="TEXT", help="BPE'd text whose counts define frequency bins")
+    mlp.add_argument("--bins", type=int, default=10)
+    mlp.add_argument("--vocab", help="vocabulary (needed by --frequency-bins)")
+    rec = pr.add_argument_group("reconstruction probe")
+    rec.add_argument("--decode", choices=("source", "target"), help="the sentence to force-decode")
+    rec.add_argument(
+        "--causal",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="memory mask: query t sees memory positions <= t (auto: on for decoder states -> target)",
+    )
+    rec.add_argument("--d-model", type=int)
+    rec.add_argument("--heads", dest="n_heads", type=int)
+    rec.add_argument("--d-ff", type=int)
+    rec.add_argument("--warmup", type=int, help="warm-up steps then inverse sqrt (0: constant rate)")
+    rec.add_argument("--batch-sentences", type=int)
+    pr.set_defaults(func=run_probe)
+
+
+def run_extract(args: argparse.Namespace) -> int:
+    from nmtvariants.analysis.extract import cap_pairs, extract_states
+    from nmtvariants.analysis.states import write_state_file
+    from nmtvariants.data.dataset import binarize
+    from nmtvariants.data.vocab import Vocabulary
+    from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.models import load_model
+
+    for key in ("max_sentences", "max_tokens", "batch_size"):
+        value = getattr(args, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{key.replace('_', '-')} must be positive, got {value}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model = load_model(args.checkpoint, map_location=args.device)
+    vocab = Vocabulary.load(args.vocab)
+    check_vocabulary(model, vocab, args.vocab)
+    data = cap_pairs(binarize(args.source, args.target, vocab), args.max_sentences, args.max_tokens)
+    indices, states = extract_states(
+        model, data, args.names, args.batch_size, args.device, STATE_DTYPES[args.dtype]
+    )
+    meta = {
+        "checkpoint": str(args.checkpoint),
+        "source": str(args.source),
+        "target": str(args.target),
+        "vocab_size": int(model.vocab_size),
+        "max_sentences": args.max_sentences,
+        "max_tokens": args.max_tokens,
+        "dtype": args.dtype,
+    }
+    write_state_file(args.output, data, indices, states, meta)
+    return 0
+
+
+def _settings(config_type: type, args: argparse.Namespace, **extra: Any) -> Any:
+    """A probe config from the flags that were given (None: the config's default)."""
+    values = {
+        f.name: getattr(args, f.name) for f in fields(config_type) if getattr(args, f.name, None) is not None
+    }
+    return config_type(**{**values, **extra})
+
+
+def _groups(args: argparse.Namespace, file: Any, states: Any) -> dict[str, np.ndarray]:
+    from nmtvariants.analysis.groups import frequency_bins, read_token_groups, token_counts
+    from nmtvariants.data.vocab import Vocabulary
+
+    groups: dict[str, np.ndarray] = {}
+    for spec in args.group:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--group {spec!r}: expected NAME=FILE")
+        groups[name] = read_token_groups(path, file.sentences, states.index, states.side)
+    if args.frequency_bins:
+        if not args.vocab:
+            raise ConfigError("--frequency-bins needs --vocab (the model's vocabulary)")
+        vocab = Vocabulary.load(args.vocab)
+        if len(vocab) != file.vocab_size:
+            raise InputError(f"{args.vocab}: {len(vocab)} types, but the states' model has {file.vocab_size}")
+        bins = frequency_bins(token_counts(args.frequency_bins, vocab), args.bins)
+        groups["frequency_bin"] = bins[states.index.tokens]
+    return groups
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    from nmtvariants.analysis.mlp_probe import MLPProbeConfig, train_mlp_probe
+    from nmtvariants.analysis.probe_data import default_causal, sequence_pairs, token_set
+    from nmtvariants.analysis.reconstruction_probe import ReconstructionConfig, train_reconstruction_probe
+    from nmtvariants.analysis.splits import split_sentences, write_report
+    from nmtvariants.analysis.states import read_state_file
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    file = read_state_file(args.states)
+    states = file.load(args.name)
+    test_file, test_states = file, states
+    if args.test_states:
+        test_file = read_state_file(args.test_states)
+        test_states = test_file.load(args.name)
+        if test_file.vocab_size != file.vocab_size:
+            raise InputError(f"{args.test_states}: made with another vocabulary than {args.states}")
+    test_fraction = 0.0 if args.test_states else args.test_fraction
+    split = split_sentences(len(file.sentences), args.valid_fraction, test_fraction, args.seed)
+    test_sentences = np.arange(len(test_file.sentences)) if args.test_states else split.test
+    report: dict[str, Any] = {
+        "states": str(args.states),
+        "test_states": args.test_states,
+        "name": args.name,
+        "side": states.side,
+        "split": {**split.sizes(), "test": len(test_sentences)},
+    }
+    if args.kind == "mlp":
+        config = _settings(MLPProbeConfig, args, seed=args.seed)
+        train = token_set(states, split.train, keep_special=args.keep_special)
+        valid = token_set(states, split.valid, keep_special=args.keep_special)
+        groups = _groups(args, test_file, test_states)
+        test = token_set(test_states, test_sentences, groups, keep_special=args.keep_special)
+        report.update(train_mlp_probe(train, valid, test, file.vocab_size, config))
+    else:
+        if args.decode is None:
+            raise ConfigError("--kind reconstruction needs --decode source|target")
+        causal = default_causal(states.side, args.decode) if args.causal == "auto" else args.causal == "on"
+        config = _settings(ReconstructionConfig, args, seed=args.seed)
+        parts = [
+            sequence_pairs(f, s, sentences, args.decode)
+            for f, s, sentences in (
+                (file, states, split.train),
+                (file, states, split.valid),
+                (test_file, test_states, test_sentences),
+            )
+        ]
+        report["decode"] = args.decode
+        report.update(train_reconstruction_probe(*parts, file.vocab_size, causal, config))
+    write_report(args.output, report)
+    return 0

@@ -80,7 +80,7 @@ def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_p
     assert alignment_error_rate(half, gold)["aer"] == pytest.approx(1 - (a + a) / (a + s))
     # through the CLI with a Pharaoh hypothesis file
     write_pharaoh(tmp_path / "hyp", [g.sure for g in gold])
-    main(
+    code = main(
         [
             "aer",
             "--gold",
@@ -94,6 +94,7 @@ def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_p
             str(tmp_path / "aer.json"),
         ]
     )
+    assert code == 0
     assert json.loads((tmp_path / "aer.json").read_text())["aer"] == 0.0
 
 

@@ -135,7 +135,7 @@ def test_cli_evaluate_writes_json(
             str(out),
         ]
     )
-    assert code in (0, None)
+    assert code == 0
     record = json.loads(out.read_text())
     assert set(record["scores"]) == {"bleu", "tok-bleu"}
     assert "bleu=" in capsys.readouterr().out

@@ -266,7 +266,7 @@ def test_score_count_mismatch_and_bad_lines(tmp_path: Path) -> None:
 
 def test_cli_expand_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_json(tmp_path / "t.json", HAND)
-    main(
+    code = main(
         [
             "contrawsd-expand",
             "--json",
@@ -277,8 +277,9 @@ def test_cli_expand_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             str(tmp_path / "c"),
         ]
     )
+    assert code == 0
     (tmp_path / "scores").write_text("".join(f"{s}\n" for s in HAND_SCORES))
-    main(
+    code = main(
         [
             "contrawsd",
             "--json",
@@ -291,5 +292,6 @@ def test_cli_expand_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             str(tmp_path / "r.csv"),
         ]
     )
+    assert code == 0
     assert "total : 2 4 0.5" in capsys.readouterr().out
     assert (tmp_path / "r.csv").read_text().startswith("category,absfrequency,relfrequency,accuracy\n")

@@ -97,7 +97,7 @@ def test_cli_significance(tmp_path: Path, systems: tuple[list[str], list[str], l
     for name, lines in (("ref", refs), ("base", poor), ("sys", good)):
         write_lines(tmp_path / name, lines)
     out = tmp_path / "sig.json"
-    main(
+    code = main(
         [
             "significance",
             "--baseline",
@@ -114,6 +114,7 @@ def test_cli_significance(tmp_path: Path, systems: tuple[list[str], list[str], l
             "200",
         ]
     )
+    assert code == 0
     record = json.loads(out.read_text())
     assert record["metrics"]["bleu"]["p_value"] < 0.05
     assert record["systems"] == ["base", "sys"]

@@ -263,3 +263,20 @@ def test_good_archives_still_extract(tmp_path: Path) -> None:
     counts = extract_recipe(recipe, downloads, tmp_path / "dest")
     assert counts == {"train.en": len(EN), "train.de": len(DE)}
     assert (tmp_path / "dest/train.de").read_text(encoding="utf-8").splitlines() == DE
+
+
+def test_download_cli_with_a_truncated_gzip_in_the_mirror(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The download command (mirror-only files: no network) names the damaged file, exit code 2."""
+    folder = tmp_path / "mirror" / "contrawsd" / "testsuite_wmt18"
+    folder.mkdir(parents=True)
+    for stem in ("de", "en", "en.detok", "doc_ids.de"):
+        _truncated_gzip(folder / f"de-en.wsd.task.{stem}.gz", EN * 20)
+    dest = tmp_path / "dest"
+    argv = ["download", "contrawsd_wmt18", "--dest", str(dest), "--mirror", str(tmp_path / "mirror")]
+    assert main([*argv, "--retries", "1"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "download")
+    assert line.startswith("nmtvariants download: error: de-en.wsd.task.de.gz: no valid copy found")
+    assert "sha256 mismatch" in line and "run the download again" in line
+    assert not (dest / "manifest.json").exists()

@@ -17,7 +17,12 @@ TOYWORLD = {
     "seed": 1234,
     "image_size": 64,
     **config.get("toyworld", {}),
-    "sizes": {"train": 20000, "valid": 500, "test": 500, **config.get("toyworld", {}).get("sizes", {})},
+    "sizes": {
+        "train": 20000,
+        "valid": 500,
+        "test": 500,
+        **config.get("toyworld", {}).get("sizes", {}),
+    },
 }
 DOWNLOADED_CORPORA = {
     name: corpus for name, corpus in CORPORA.items() if corpus["source"] != "toyworld"
@@ -84,7 +89,9 @@ def statistics_inputs():
     """Raw text of every configured corpus (all of toyworld's languages when it is one of them)."""
     files = []
     if len(DOWNLOADED_CORPORA) < len(CORPORA) or not CORPORA:
-        files += expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS)
+        files += expand(
+            "data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS
+        )
     for name in DOWNLOADED_CORPORA:
         files += raw_files(name)
     return files

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from data_sources import RealData
 
 from nmtvariants.cli import main
 from nmtvariants.corpora.alignments import GoldAlignment, parse_links, read_alignments
@@ -22,8 +23,10 @@ from nmtvariants.evaluation.alignment import (
 from nmtvariants.fileio import write_lines
 
 
-def hansards(shared_data: Path) -> Path:
-    return shared_data / "alignments" / "en-fr-hansards-naacl2003"
+def hansards(real_data: RealData) -> Path:
+    folder = "alignments/en-fr-hansards-naacl2003"
+    names = ("test.e", "test.f", "test.align", "trial.align", "crossalign.enfr.talp", "crossalign.test.en-fr")
+    return real_data(*(f"{folder}/{name}" for name in names)) / folder
 
 
 def test_aer_hand_example_follows_the_definition() -> None:
@@ -57,8 +60,8 @@ def test_link_formats() -> None:
         parse_links("1p2", where="x:7")
 
 
-def test_real_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
-    folder = hansards(shared_data)
+def test_real_hansards_gold_counts_and_formats_agree(real_data: RealData) -> None:
+    folder = hansards(real_data)
     # Berkeley copy: 0-based French-English; Cross-Align copy: 1-based English-French (talp)
     berkeley = read_alignments(folder / "test.align", "berkeley", reverse=True)
     talp = read_alignments(folder / "crossalign.enfr.talp", "talp", one_based=True)
@@ -69,8 +72,8 @@ def test_real_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
     assert sum(len(g.possible) for g in talp) == 17438
 
 
-def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_path: Path) -> None:
-    gold = read_alignments(hansards(shared_data) / "crossalign.enfr.talp", "talp", one_based=True)
+def test_real_hansards_gold_against_itself_has_aer_zero(real_data: RealData, tmp_path: Path) -> None:
+    gold = read_alignments(hansards(real_data) / "crossalign.enfr.talp", "talp", one_based=True)
     assert alignment_error_rate([g.sure for g in gold], gold)["aer"] == 0.0
     assert alignment_error_rate([g.possible for g in gold], gold)["aer"] == 0.0
     # dropping every other sure link: precision stays 1, recall falls, AER by the formula
@@ -80,11 +83,11 @@ def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_p
     assert alignment_error_rate(half, gold)["aer"] == pytest.approx(1 - (a + a) / (a + s))
     # through the CLI with a Pharaoh hypothesis file
     write_pharaoh(tmp_path / "hyp", [g.sure for g in gold])
-    main(
+    code = main(
         [
             "aer",
             "--gold",
-            str(hansards(shared_data) / "crossalign.enfr.talp"),
+            str(hansards(real_data) / "crossalign.enfr.talp"),
             "--format",
             "talp",
             "--one-based",
@@ -94,12 +97,13 @@ def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_p
             str(tmp_path / "aer.json"),
         ]
     )
+    assert code == 0
     assert json.loads((tmp_path / "aer.json").read_text())["aer"] == 0.0
 
 
-def test_naacl_wpt_format(shared_data: Path, tmp_path: Path) -> None:
+def test_naacl_wpt_format(real_data: RealData, tmp_path: Path) -> None:
     """Write the gold in the original WPT layout (1-based, NULL = 0, S/P) and read it back."""
-    gold = read_alignments(hansards(shared_data) / "crossalign.enfr.talp", "talp", one_based=True)
+    gold = read_alignments(hansards(real_data) / "crossalign.enfr.talp", "talp", one_based=True)
     lines = []
     for k, g in enumerate(gold, start=1):
         lines.append(f"{k:04d} 0 1 S")  # a NULL link: must be ignored
@@ -112,8 +116,8 @@ def test_naacl_wpt_format(shared_data: Path, tmp_path: Path) -> None:
         read_alignments(tmp_path / "bad.wa", "hansards")
 
 
-def test_real_kftt_gold(shared_data: Path) -> None:
-    gold = read_alignments(shared_data / "alignments" / "ja-en-kftt" / "jaen.talp", "talp")
+def test_real_kftt_gold(real_data: RealData) -> None:
+    gold = read_alignments(real_data.file("alignments/ja-en-kftt/jaen.talp"), "talp")
     assert len(gold) == 582
     assert sum(len(g.sure) for g in gold) == 13562  # README: 13,562 links, all sure
     assert all(g.possible == g.sure for g in gold)

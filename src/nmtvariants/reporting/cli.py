@@ -65,7 +65,8 @@ def run_scores_table(args: argparse.Namespace) -> None:
     from nmtvariants.reporting.results import scores_table, signature_notes
 
     frame, signatures = scores_table(args.scores)
-    write_table(frame, args.out, title=args.title, notes="Signatures:\n\n" + signature_notes(signatures))
+    notes = "Signatures:\n\n" + signature_notes(signatures) if signatures else ""
+    write_table(frame, args.out, title=args.title, notes=notes, sources=args.scores)
 
 
 def run_data_stats(args: argparse.Namespace) -> None:

@@ -34,12 +34,14 @@ from matplotlib.figure import Figure
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write
+from nmtvariants.provenance import describe, provenance
 
 KINDS = ("layers", "bars", "heatmap")
 SIZE = (6.4, 4.8)  # inches; at DPI this is the PNG size of line and bar plots
 DPI = 100
 HEATMAP_INCHES_PER_TOKEN = 0.4
 HEATMAP_MIN_INCHES = 4.0
+PNG_COMMIT_KEY = "nmtvariants-commit"  # the PNG text chunk the report reads
 
 
 def read_figure_csv(path: PathLike, columns: Sequence[str], numeric: Sequence[str] = ()) -> pd.DataFrame:
@@ -178,10 +180,14 @@ def heatmap_figure(
 
 
 def save_png(figure: Figure, out: PathLike) -> Path:
-    """Write ``figure`` as PNG atomically (temporary name, then rename); return the path."""
+    """Write ``figure`` as PNG atomically (temporary name, then rename); return the path.
+
+    The PNG records the commit of the code that drew it in a text chunk (``PNG_COMMIT_KEY``),
+    which the report shows beside the figure.
+    """
     out = Path(out)
     with atomic_write(out, "wb") as handle:
-        figure.savefig(handle, format="png", dpi=DPI)
+        figure.savefig(handle, format="png", dpi=DPI, metadata={PNG_COMMIT_KEY: describe(provenance())})
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,7 +117,7 @@ def test_missing_column_names_the_file_and_the_column(tmp_path):
         layer_figure(csv)
 
 
-def test_cli_draws_each_kind_and_reports_bad_input_in_one_line(tmp_path):
+def test_cli_draws_each_kind_and_reports_bad_input_in_one_line(tmp_path, capsys):
     csv = layer_csv(tmp_path / "probe.csv")
     assert main(["figure", "--kind", "layers", "--csv", str(csv), "--output", str(tmp_path / "p.png")]) == 0
     assert matplotlib.image.imread(tmp_path / "p.png").shape[:2] == (480, 640)
@@ -125,11 +126,50 @@ def test_cli_draws_each_kind_and_reports_bad_input_in_one_line(tmp_path):
     assert (tmp_path / "attention.png").is_file()
     assert main(["figure", "--kind", "bars", "--csv", str(csv), "--x", "variant", "--group", "layer"]) == 0
     assert matplotlib.get_backend().lower() == "agg"
-    bad = subprocess.run(
-        [sys.executable, "-m", "nmtvariants", "figure", "--kind", "bars", "--csv", str(csv)],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+    capsys.readouterr()
+    assert main(["figure", "--kind", "bars", "--csv", str(csv)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("nmtvariants figure: error:") and "probe.csv: no column 'label'" in error
+
+
+@pytest.mark.slow
+def test_registered_figure_is_drawn_by_the_workflow_and_awaited_by_the_report(tmp_path):
+    """A study registers a figure *after* the report rule is defined: rule `figure` draws it from
+    its CSV, the report rule waits for it, and `snakemake --report` lists it under Figures."""
+    (tmp_path / "schemas").symlink_to(REPO / "schemas")
+    (tmp_path / "config.yaml").write_text(
+        (REPO / "config.yaml").read_text(encoding="utf-8"), encoding="utf-8"
     )
-    assert bad.returncode == 2, bad.stderr
-    assert "probe.csv: no column 'label'" in bad.stderr and "Traceback" not in bad.stderr
+    (tmp_path / "Snakefile").write_text(
+        f'include: "{REPO / "Snakefile"}"\n\n'
+        'register_figure("results/figures/demo/probe.png", "layers", title="Probe accuracy", y="acc")\n',
+        encoding="utf-8",
+    )
+    figures = tmp_path / "results" / "figures" / "demo"
+    figures.mkdir(parents=True)
+    pd.DataFrame(
+        {"layer": [1, 2, 1, 2], "acc": [0.5, 0.7, 0.6, 0.9], "variant": ["a", "a", "b", "b"]}
+    ).to_csv(figures / "probe.csv", index=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }
+
+    def snakemake(*args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "snakemake", *args], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout + result.stderr
+
+    snakemake("-c1", "results/figures/demo/probe.png")
+    drawn = layer_figure(figures / "probe.csv", y="acc").axes[0]
+    assert [list(line.get_ydata()) for line in drawn.get_lines()] == [[0.5, 0.7], [0.6, 0.9]]
+    assert matplotlib.image.imread(figures / "probe.png").shape[:2] == (480, 640)
+    plan = snakemake("-n", "results/report.md")
+    report_job = plan[plan.index("rule report:") :].splitlines()[1]
+    assert "results/figures/demo/probe.png" in report_job and "provenance.json" in report_job
+    snakemake("--report", "report.html", "results/figures/demo/probe.png")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Figures" in html and "probe.png" in html

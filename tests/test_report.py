@@ -268,6 +268,9 @@ def test_each_table_shows_its_own_commits_not_the_report_commit(run_dir):
     trained = describe_commit(code_provenance())
     assert f"- models trained by commit `{trained}`" in agree
     assert f"| toy/en-de/baseline | 5 | max_updates | `{trained}` |" in section(text, "Training runs")
+    hardware = section(text, "Hardware").splitlines()
+    trained_on = next(line for line in hardware if line.startswith("- models/toy/en-de/baseline/run.json: "))
+    assert f"torch {torch.__version__}" in trained_on and f"({os.cpu_count()} cores)" in trained_on
 
 
 def describe_commit(state: dict) -> str:

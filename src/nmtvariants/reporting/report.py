@@ -14,8 +14,7 @@ What it reads (unknown JSON is ignored):
   signatures of score files, ``scores.<metric>.signature`` as ``evaluate`` writes them). Library
   edits never re-run jobs, so each table is shown with its own commits, never the report's;
 - figures: ``results/figures/**/*.{png,svg,pdf,jpg}`` (PNG text chunk ``nmtvariants-commit``);
-- training runs: ``models/**/run.json`` (updates, hardware, commit);
-- hardware records: any ``results/**/*.json`` or ``models/**/*.json`` with a ``hardware`` mapping;
+- training runs: ``models/**/run.json`` (updates, commit, and the hardware they trained on);
 - data manifests: ``data/**/manifest*.json`` (a mapping ``{path: sha256}``, a list of
   ``{"path"|"file": ..., "sha256": ...}``, or ``{"files": <either>}``) and ``data/**/SHA256SUMS``.
 """
@@ -27,7 +26,6 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -163,26 +161,6 @@ def find_manifests(data_dir: Path) -> list[Path]:
         return []
     found = [*data_dir.rglob("manifest*.json"), *data_dir.rglob("SHA256SUMS")]
     return sorted(found)
-
-
-def walk_json(paths: Iterable[Path]) -> Iterable[tuple[Path, Any]]:
-    for path in sorted(paths):
-        if path.is_file():
-            yield path, read_json(path)
-
-
-def find_key(document: Any, key: str) -> list[Any]:
-    """Every value stored under ``key`` anywhere in a JSON document."""
-    found = []
-    if isinstance(document, dict):
-        for name, value in document.items():
-            if name == key:
-                found.append(value)
-            found.extend(find_key(value, key))
-    elif isinstance(document, list):
-        for item in document:
-            found.extend(find_key(item, key))
-    return found
 
 
 def corpus_manifests(data_dir: Path) -> dict[str, dict[str, str]]:
@@ -346,15 +324,6 @@ def build_report(
     digest = config_hash(config)
     host = hardware if hardware is not None else hardware_info()
     runs = find_runs(models_dir)
-    json_files = list(results_dir.rglob("*.json"))
-    if models_dir is not None and Path(models_dir).is_dir():
-        json_files += list(Path(models_dir).rglob("*.json"))
-    computed_on = []
-    for path, document in walk_json(json_files):
-        for record in find_key(document, "hardware"):
-            if isinstance(record, dict):
-                computed_on.append((link(path, results_dir.parent), format_hardware(record)))
-
     lines = [
         "# nmtvariants report",
         "",
@@ -432,7 +401,11 @@ def build_report(
     else:
         lines.append("No manifests under data/.")
     lines += ["", "## Hardware", "", f"- report written on: {format_hardware(host)}"]
-    lines += [f"- {shown}: {text}" for shown, text in computed_on]
+    lines += [
+        f"- {link(run['path'], results_dir.parent)}: {format_hardware(run['hardware'])}"
+        for run in runs.values()
+        if isinstance(run.get("hardware"), dict)
+    ]
     lines += [
         "",
         "## Configuration",

@@ -123,7 +123,8 @@ def bar_figure(
         heights = rows.groupby(rows[x].astype(str), sort=False)[y].mean().reindex(labels)
         offset = (number - (len(groups) - 1) / 2) * width
         axes.bar(positions + offset, heights.to_numpy(), width, label=None if name is None else str(name))
-    axes.set_xticks(positions, labels, rotation=30 if max(map(len, labels)) > 8 else 0, ha="right")
+    rotated = max(map(len, labels)) > 8  # long names (test sets, variants) would overlap
+    axes.set_xticks(positions, labels, rotation=30 if rotated else 0, ha="right" if rotated else "center")
     axes.set_xlabel(x)
     axes.set_ylabel(ylabel or y)
     if group:

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 from plugin_fixtures import AUX_LOSS, PARENT_BIAS, parents_of, use_plugins, with_parents
-from training_fixtures import make_corpus, run_config
+from training_fixtures import make_corpus, run_config, run_train_cli
 
 from nmtvariants.data.batching import BatchStream, UpdateStream, collate
 from nmtvariants.data.vocab import PAD_ID
@@ -23,6 +23,7 @@ from nmtvariants.fileio import read_lines
 from nmtvariants.models import load_model
 from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.models.variants import PLUGIN_PATH_VARIABLE, load_plugins
+from nmtvariants.training.checkpoints import load_checkpoint
 from nmtvariants.training.loss import label_smoothed_nll
 from nmtvariants.training.train_config import parse_run_config
 from nmtvariants.training.trainer import LossModule, Trainer, train
@@ -151,3 +152,23 @@ def test_nmtv_plugins_names_files_only(monkeypatch, tmp_path):
     monkeypatch.setenv(PLUGIN_PATH_VARIABLE, str(tmp_path))
     with pytest.raises(ConfigError, match=r"NMTV_PLUGINS: .* is not a \.py file"):
         load_plugins()
+
+
+@pytest.mark.slow
+def test_two_gloo_ranks_with_an_aux_loss_match_one_process_with_delayed_batches(corpus, tmp_path):
+    from test_ddp import torchrun
+
+    variant = {"test_aux_loss": {"weight": WEIGHT}, "test_parent_bias": {}}
+    common = dict(max_updates=6, save_every=3, valid_every=3, log_every=3)
+    run_train_cli(config_with(corpus, variant, NO_DROPOUT, update_freq=2, **common), tmp_path / "one")
+    torchrun(config_with(corpus, variant, NO_DROPOUT, update_freq=1, **common), tmp_path / "two")
+    one = load_checkpoint(tmp_path / "one" / "final.pt")["model"]
+    two = load_checkpoint(tmp_path / "two" / "final.pt")["model"]
+    for key in one:
+        torch.testing.assert_close(two[key], one[key], rtol=1e-4, atol=2e-5, msg=key)
+    log_one, log_two = (pd.read_csv(tmp_path / run / "train_log.csv") for run in ("one", "two"))
+    for column in ("aux_enc_l2", "valid_aux_enc_l2"):
+        a, b = log_one[column].dropna().tolist(), log_two[column].dropna().tolist()
+        assert len(a) == len(b) > 0 and all(
+            abs(x - y) < 1e-4 * max(1.0, abs(x)) for x, y in zip(a, b, strict=True)
+        )

@@ -85,10 +85,25 @@ def test_delayed_update_with_an_aux_loss_equals_one_big_batch(corpus, tmp_path):
     assert seen["encoder_layers.0.self_attn.attn.score_transform.bias"].abs().sum() > 0  # the parents matter
 
 
-def test_aux_terms_are_logged_and_validated_per_target_token(corpus, tmp_path):
+def test_aux_terms_are_logged_and_validated_per_target_token(corpus, tmp_path, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     variant = {"test_aux_loss": {"weight": WEIGHT}}
-    config = config_with(corpus, variant, NO_DROPOUT, max_updates=10, valid_every=10, log_every=5)
+    config = config_with(
+        corpus,
+        variant,
+        NO_DROPOUT,
+        max_updates=10,
+        valid_every=10,
+        log_every=5,
+        progress=True,
+        tensorboard=True,
+    )
     train(parse_run_config(config), tmp_path)
+    assert "aux_enc_l2=" in capsys.readouterr().err  # the progress bar
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert {"train/aux_enc_l2", "valid/valid_aux_enc_l2"} <= set(events.Tags()["scalars"])
     log = pd.read_csv(tmp_path / "train_log.csv")
     train_rows, valid_rows = log[log.split == "train"], log[log.split == "valid"]
     assert train_rows["aux_enc_l2"].notna().all() and (train_rows["aux_enc_l2"] > 0).all()

@@ -177,6 +177,12 @@ def read_extra_inputs(files: ExtraInputFiles, src_path: PathLike, src_lines: Seq
     return columns
 
 
+def model_feature_channels(model: object) -> int | None:
+    """How many channels a model's feature encoder reads (None: it has none), to check files against."""
+    encoder = getattr(model, "feature_encoder", None)
+    return None if encoder is None else int(encoder.channels)
+
+
 def parse_named(values: Sequence[str] | None, option: str) -> dict[str, str]:
     """``NAME=VALUE`` command-line items (``--aux parents=FILE``) into a mapping."""
     named: dict[str, str] = {}

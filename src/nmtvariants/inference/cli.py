@@ -94,7 +94,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    from nmtvariants.inference.examples import model_feature_channels
+    from nmtvariants.data.extra_inputs import model_feature_channels
     from nmtvariants.inference.translate import translate_lines
 
     model, vocab = _load(args)
@@ -121,7 +121,8 @@ def run_translate(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from nmtvariants.inference.examples import model_feature_channels, read_examples, score_examples
+    from nmtvariants.data.extra_inputs import model_feature_channels
+    from nmtvariants.inference.examples import read_examples, score_examples
     from nmtvariants.inference.scorer import PairScore
 
     model, vocab = _load(args)

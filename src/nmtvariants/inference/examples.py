@@ -21,12 +21,6 @@ from nmtvariants.fileio import PathLike
 from nmtvariants.models.interfaces import SourceInputs
 
 
-def model_feature_channels(model: torch.nn.Module) -> int | None:
-    """How many channels the model's feature encoder reads (None: it has none)."""
-    encoder = getattr(model, "feature_encoder", None)
-    return None if encoder is None else int(encoder.channels)
-
-
 def read_examples(
     vocab: Vocabulary,
     src_path: PathLike,

@@ -45,7 +45,7 @@ from nmtvariants.data.batching import (
     epoch_batches,
 )
 from nmtvariants.data.dataset import ParallelData, binarize, check_ids
-from nmtvariants.data.extra_inputs import ExtraInputFiles
+from nmtvariants.data.extra_inputs import ExtraInputFiles, model_feature_channels
 from nmtvariants.data.vocab import PAD_ID, Vocabulary
 from nmtvariants.errors import ConfigError
 from nmtvariants.models import build_model, model_config
@@ -250,6 +250,24 @@ def load_data(
     return train_data, valid_data
 
 
+def check_model_inputs(model: nn.Module, data: ParallelData, split: str) -> None:
+    """The data must feed every encoder of the model: as many sources, and features iff it reads them."""
+    spec = getattr(model, "multi_source", None)  # the parsed variant.multi_source of a multi-encoder model
+    if spec is None:
+        return
+    sources = 1 + len(data.sources)
+    if sources != spec.sources:
+        raise ConfigError(
+            f"data.{split}_sources: the {split} data has {sources} source(s), but the model has "
+            f"{spec.sources} text encoder(s) (variant.multi_source.sources); name one file per further source"
+        )
+    if (data.feature_rows is not None) != (spec.feature_channels is not None):
+        needed = "needs" if spec.feature_channels is not None else "has no encoder for"
+        raise ConfigError(
+            f"data.{split}_features: the model {needed} a feature grid (variant.multi_source.features)"
+        )
+
+
 def make_optimizer(model: nn.Module, train: TrainSettings, device: torch.device) -> torch.optim.Adam:
     """Adam (0.9, 0.98, 1e-9 by default), fused kernels where torch has them for the device."""
     return torch.optim.Adam(
@@ -372,8 +390,11 @@ class Trainer:
         if self.info.distributed:  # same initial weights everywhere, different dropout masks per rank
             torch.manual_seed(self.train_cfg.seed + 7919 * self.info.rank)
         self.train_data, self.valid_data = load_data(
-            config, self.vocab, self.model_cfg.max_positions, getattr(self.model, "feature_channels", None)
+            config, self.vocab, self.model_cfg.max_positions, model_feature_channels(self.model)
         )
+        check_model_inputs(self.model, self.train_data, "train")
+        if self.valid_data is not None:
+            check_model_inputs(self.model, self.valid_data, "valid")
         self.optimizer = make_optimizer(self.model, self.train_cfg, self.info.device)
         peak = self.train_cfg.lr_peak
         scale = (

@@ -84,8 +84,8 @@ def test_two_sources_and_features_train_translate_and_score(corpus, tmp_path):
         "translate", *common, "--input", src, "--extra-source", src2, "--output", str(hyp), "--beam", "3"
     )
     assert result.returncode == 0, result.stderr
-    result = cli("score", *common, "--source", src, "--source", src2, "--target", tgt, "--output", str(scores),
-                 "--per-token")  # fmt: skip
+    sources = ["--source", src, "--source", src2]
+    result = cli("score", *common, *sources, "--target", tgt, "--output", str(scores), "--per-token")
     assert result.returncode == 0, result.stderr
 
     model = load_model(checkpoint).eval()

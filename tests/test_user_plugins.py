@@ -19,7 +19,7 @@ from test_resume import MAX_UPDATES, assert_same_final, kill_after_checkpoint
 from training_fixtures import cli_env, make_corpus, run_config, run_train_cli
 
 from nmtvariants.data.vocab import Vocabulary
-from nmtvariants.fileio import read_lines
+from nmtvariants.fileio import read_lines, write_lines
 from nmtvariants.inference.beam_search import beam_search
 from nmtvariants.inference.scorer import token_log_probs
 from nmtvariants.models import load_model
@@ -101,19 +101,39 @@ def test_plugin_trains_resumes_translates_and_scores_through_the_cli(corpus, nam
     assert "Traceback" not in result.stderr
 
 
-def test_translate_rejects_a_misaligned_stream(corpus, tmp_path, monkeypatch):
+def test_translate_checks_streams_and_knows_the_trained_label_streams(corpus, tmp_path, monkeypatch):
     use_plugins(monkeypatch, PARENT_BIAS)
+    labels = {}
+    for split in ("train", "valid"):  # label 7 everywhere: out of range for short sentences as a position
+        labels[split] = tmp_path / f"{split}.labels"
+        write_lines(
+            labels[split], [" ".join(["7"] * len(x.split())) for x in read_lines(corpus[f"{split}_src"])]
+        )
     config = run_config(corpus, max_updates=1, save_every=1)
+    config["data"]["aux_labels"] = {"labels": 8}
+    for split in ("train", "valid"):
+        config["data"][f"{split}_aux"] = {**corpus[f"{split}_aux"], "labels": str(labels[split])}
     config["variant"] = VARIANTS["parent_bias"]
     run_train_cli(config, tmp_path / "run")
+    checkpoint, output = str(tmp_path / "run" / "final.pt"), str(tmp_path / "h")
+    command = [
+        "translate",
+        "--checkpoint",
+        checkpoint,
+        "--vocab",
+        corpus["vocab"],
+        "--input",
+        corpus["valid_src"],
+    ]
+    command += ["--output", output, "--aux", f"labels={labels['valid']}"]
+    result = cli(*command, "--aux", f"parents={corpus['valid_aux']['parents']}")
+    assert result.returncode == 0, result.stderr  # labels < 8 accepted: the checkpoint names the label stream
+
     bad = tmp_path / "bad.parents"
     lines = list(read_lines(corpus["valid_aux"]["parents"]))
     lines[2] = lines[2] + " 0"
-    bad.write_text("\n".join(lines) + "\n")
-    checkpoint = str(tmp_path / "run" / "final.pt")
-    output = str(tmp_path / "h")
-    result = cli("translate", "--checkpoint", checkpoint, "--vocab", corpus["vocab"],
-                 "--input", corpus["valid_src"], "--output", output, "--aux", f"parents={bad}")  # fmt: skip
+    write_lines(bad, lines)
+    result = cli(*command, "--aux", f"parents={bad}")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     n = len(list(read_lines(corpus["valid_src"]))[2].split())
     assert f"bad.parents:3: stream 'parents' has {n + 1} values but" in result.stderr

@@ -237,7 +237,8 @@ def binarize(
             lengths += [len(lines[number - 1].split()) + 1 for lines in columns.sources]
         if min(lengths) == 1:
             if not drop_empty:
-                side = src_path if len(src_ids) == 1 else tgt_path
+                paths = [src_path, tgt_path, *(extras.sources if extras else ())]
+                side = paths[lengths.index(1)]
                 raise InputError(f"{side}:{number}: empty line; remove the pair from both files")
             empty.append(number)
             continue

@@ -49,7 +49,7 @@ class ExtraInputFiles:
     feature_channels: int | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.aux or self.sources or self.features is not None)
+        return bool(self.aux or self.sources or self.features is not None or self.feature_index is not None)
 
 
 @dataclass

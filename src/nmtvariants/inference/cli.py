@@ -93,6 +93,14 @@ def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
     return model, vocab
 
 
+def trained_aux_labels(checkpoint: str) -> dict[str, int]:
+    """The label streams (``data.aux_labels``) the model was trained with, so that a stream gets the
+    same ``</s>`` value at test time without repeating ``--aux-labels`` (memory-mapped: no weights read)."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)
+    data = (state.get("train_config") or {}).get("data") or {}
+    return dict(data.get("aux_labels") or {})
+
+
 def run_translate(args: argparse.Namespace) -> int:
     from nmtvariants.data.extra_inputs import model_feature_channels
     from nmtvariants.inference.translate import translate_lines
@@ -104,7 +112,9 @@ def run_translate(args: argparse.Namespace) -> int:
         model,
         vocab,
         lines,
-        extras=extra_input_files(args, channels=model_feature_channels(model)),
+        extras=extra_input_files(
+            args, channels=model_feature_channels(model), labels=trained_aux_labels(args.checkpoint)
+        ),
         source_path=args.input if args.input != "-" else "<stdin>",
         nbest=args.nbest,
         batch_size=args.batch_size,
@@ -134,7 +144,9 @@ def run_score(args: argparse.Namespace) -> int:
             f"{first} has {len(sources)} lines but {args.target} has {len(targets)}; "
             "source and target must be line-parallel"
         )
-    extras = extra_input_files(args, sources=further, channels=model_feature_channels(model))
+    extras = extra_input_files(
+        args, further, model_feature_channels(model), trained_aux_labels(args.checkpoint)
+    )
     data = read_examples(vocab, first, sources, targets, extras)
     scored = score_examples(model, data, batch_size=args.batch_size, device=args.device)
     scores = [PairScore(token_log_probs) for token_log_probs in scored]

@@ -81,12 +81,16 @@ def add_extra_input_args(parser: argparse.ArgumentParser, sources: str | None) -
 
 
 def extra_input_files(
-    args: argparse.Namespace, sources: list[str] | None = None, channels: int | None = None
+    args: argparse.Namespace,
+    sources: list[str] | None = None,
+    channels: int | None = None,
+    labels: dict[str, int] | None = None,
 ):
-    """An :class:`ExtraInputFiles` from the options of :func:`add_extra_input_args`."""
+    """An :class:`ExtraInputFiles` from the options of :func:`add_extra_input_args`; ``labels``: the
+    label streams known already (a model's training config), which ``--aux-labels`` extends."""
     from nmtvariants.data.extra_inputs import ExtraInputFiles, parse_named
 
-    labels = {}
+    labels = dict(labels or {})
     for name, count in parse_named(args.aux_labels, "--aux-labels").items():
         if not count.isdigit() or int(count) < 1:
             raise InputError(f"--aux-labels {name}={count}: COUNT must be a positive integer")

@@ -515,7 +515,7 @@ class Trainer:
     # ------------------------------------------------------------------ one update
     def _train_update(
         self, group: list[np.ndarray]
-    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor], int]:
+    ) -> tuple[torch.Tensor, torch.Tensor, int, dict[str, torch.Tensor]]:
         info, cfg = self.info, self.train_cfg
         tgt_lengths = self.train_data.tgt_lengths
         total_tokens = int(sum(int(tgt_lengths[b].sum()) for b in group))
@@ -549,7 +549,7 @@ class Trainer:
         self.state.update += 1
         self.state.tokens_seen += total_tokens
         self._last_lr = lr
-        return loss_sum, nll_sum, aux_sums, total_tokens
+        return loss_sum, nll_sum, total_tokens, aux_sums
 
     # ------------------------------------------------------------------ validation + early stop
     def validate(self) -> dict[str, float]:
@@ -658,7 +658,7 @@ class Trainer:
                 if group is None:
                     self.state.stop_reason = "max_epochs"
                     break
-                loss_sum, nll_sum, aux_sums, tokens = self._train_update(group)
+                loss_sum, nll_sum, tokens, aux_sums = self._train_update(group)
                 self.state.position = updates.position
                 window_loss += loss_sum
                 window_nll += nll_sum

@@ -11,7 +11,14 @@ from data_sources import RealData
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines, write_lines
-from nmtvariants.text.clean import CleanSettings, clean_files
+from nmtvariants.text.clean import (
+    PERL_SPACE,
+    CleanSettings,
+    clean_files,
+    kept_lines_path,
+    read_kept,
+    select_lines,
+)
 
 PERL_WS = re.compile(r"[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
 
@@ -122,3 +129,39 @@ def test_invalid_utf8_names_file_line_and_offset(tmp_path: Path) -> None:
     (tmp_path / "b").write_bytes(b"ok\nfine\n")
     with pytest.raises(InputError, match=r"a:2: invalid UTF-8 at byte offset 4"):
         clean_files(tmp_path / "a", tmp_path / "b", tmp_path / "o1", tmp_path / "o2")
+
+
+def test_kept_line_numbers_let_parallel_files_follow_the_cleaning(corpus, tmp_path: Path) -> None:
+    src_path, tgt_path, src, tgt = corpus
+    clean_files(src_path, tgt_path, tmp_path / "o.en", tmp_path / "o.de")
+    kept = read_kept(kept_lines_path(tmp_path / "o.en"))
+    expected_src, _ = perl_clean(src, tgt, 1, 80, 9)
+    assert len(kept) == len(expected_src) == len(src) - 5
+    # perl's normalisation (pipes deleted, whitespace runs squeezed) leaves a kept line's words
+    words = [[w for w in re.split(f"[{PERL_SPACE}]+", src[n - 1].replace("|", "")) if w] for n in kept]
+    assert words == [line.split(" ") for line in expected_src]
+    # a file line-parallel with the uncleaned corpus (e.g. image ids) follows with select_lines
+    write_lines(tmp_path / "ids", [f"image{n}" for n in range(1, len(src) + 1)])
+    assert select_lines(tmp_path / "ids", kept) == [f"image{n}" for n in kept]
+    write_lines(tmp_path / "short", ["x"] * 10)
+    with pytest.raises(InputError, match=r"short: has 10 lines, but line \d+ was kept"):
+        select_lines(tmp_path / "short", kept)
+
+
+def test_clean_cli_writes_the_kept_file_where_asked(tmp_path: Path) -> None:
+    from nmtvariants.cli import main
+
+    write_lines(tmp_path / "a", ["a b", "", "c  d", "e"])
+    write_lines(tmp_path / "b", ["x", "y", "z", ""])
+    args = ["clean", "--src-in", str(tmp_path / "a"), "--tgt-in", str(tmp_path / "b")]
+    args += [
+        "--src-out",
+        str(tmp_path / "oa"),
+        "--tgt-out",
+        str(tmp_path / "ob"),
+        "--kept",
+        str(tmp_path / "k"),
+    ]
+    assert main(args) == 0
+    assert list(read_lines(tmp_path / "k")) == ["1", "3"]
+    assert list(read_lines(tmp_path / "oa")) == ["a b", "c d"]

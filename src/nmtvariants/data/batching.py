@@ -25,6 +25,7 @@ import torch
 
 from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.vocab import BOS_ID, PAD_ID
+from nmtvariants.models.interfaces import AUX_PAD, SourceInputs
 
 DEFAULT_MAXI_BATCH = 40
 
@@ -98,17 +99,25 @@ def epoch_batches(
 
 @dataclass
 class Batch:
-    """Padded tensors of one mini-batch; ``num_tokens`` counts real target tokens (incl. ``</s>``)."""
+    """Padded tensors of one mini-batch; ``num_tokens`` counts real target tokens (incl. ``</s>``).
 
-    src: torch.Tensor
+    ``inputs`` is everything the encoders read (sources, integer streams, features); ``src`` is its
+    first source, for single-source callers.
+    """
+
+    inputs: SourceInputs
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
     num_tokens: int
     indices: np.ndarray
 
+    @property
+    def src(self) -> torch.Tensor:
+        return self.inputs.src
+
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         return Batch(
-            self.src.to(device, non_blocking=non_blocking),
+            self.inputs.to(device, non_blocking=non_blocking),
             self.tgt_in.to(device, non_blocking=non_blocking),
             self.tgt_out.to(device, non_blocking=non_blocking),
             self.num_tokens,
@@ -120,10 +129,12 @@ class Batch:
         return len(self.indices)
 
 
-def _scatter(tokens: np.ndarray, offsets: np.ndarray, indices: np.ndarray, shift: int, width: int):
-    """Copy the selected sequences into a zero (pad) matrix starting at column ``shift``."""
+def _scatter(
+    tokens: np.ndarray, offsets: np.ndarray, indices: np.ndarray, shift: int, width: int, fill: int = PAD_ID
+):
+    """Copy the selected sequences into a ``fill`` (padding) matrix starting at column ``shift``."""
     lengths = offsets[indices + 1] - offsets[indices]
-    out = np.full((len(indices), width), PAD_ID, dtype=np.int64)
+    out = np.full((len(indices), width), fill, dtype=np.int64)
     rows = np.repeat(np.arange(len(indices)), lengths)
     starts = np.cumsum(lengths) - lengths
     cols = np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
@@ -131,11 +142,30 @@ def _scatter(tokens: np.ndarray, offsets: np.ndarray, indices: np.ndarray, shift
     return out, lengths
 
 
+def source_inputs(data: ParallelData, indices: np.ndarray) -> SourceInputs:
+    """The encoder side of pairs ``indices``: sources padded with PAD_ID, streams with AUX_PAD
+    (aligned with the first source), the feature rows gathered as float32."""
+    sources, src_width = [], 0
+    for tokens, offsets in [(data.src_tokens, data.src_offsets), *data.sources]:
+        width = int((offsets[indices + 1] - offsets[indices]).max())
+        src_width = src_width or width
+        sources.append(torch.from_numpy(_scatter(tokens, offsets, indices, 0, width)[0]))
+    aux = {
+        name: torch.from_numpy(_scatter(stream, data.src_offsets, indices, 0, src_width, AUX_PAD)[0])
+        for name, stream in data.aux.items()
+    }
+    features = None
+    if data.feature_rows is not None:
+        if data.features is None:
+            raise ValueError("the data has feature rows but no feature grid (see ParallelData.use_features)")
+        grid = np.asarray(data.features[data.feature_rows[indices]], dtype=np.float32)
+        features = torch.from_numpy(grid)
+    return SourceInputs(sources=sources, aux=aux, features=features)
+
+
 def collate(data: ParallelData, indices: np.ndarray) -> Batch:
     """Source ``tokens </s>``; decoder input ``<s> tokens``; decoder output ``tokens </s>``."""
     indices = np.asarray(indices, dtype=np.int64)
-    src_width = int((data.src_offsets[indices + 1] - data.src_offsets[indices]).max())
-    src, _ = _scatter(data.src_tokens, data.src_offsets, indices, 0, src_width)
     tgt_lengths = data.tgt_offsets[indices + 1] - data.tgt_offsets[indices]
     width = int(tgt_lengths.max())
     shifted, _ = _scatter(data.tgt_tokens, data.tgt_offsets, indices, 1, width + 1)
@@ -146,7 +176,7 @@ def collate(data: ParallelData, indices: np.ndarray) -> Batch:
     short = tgt_lengths < width
     tgt_in[np.nonzero(short)[0], tgt_lengths[short]] = PAD_ID
     return Batch(
-        src=torch.from_numpy(src),
+        inputs=source_inputs(data, indices),
         tgt_in=torch.from_numpy(tgt_in),
         tgt_out=torch.from_numpy(np.ascontiguousarray(tgt_out)),
         num_tokens=int(tgt_lengths.sum()),

@@ -1,4 +1,10 @@
-"""Sub-commands ``translate``, ``score`` and ``count-params``."""
+"""Sub-commands ``translate``, ``score`` and ``count-params``.
+
+``translate`` and ``score`` take a sentence's extra inputs as files, exactly as ``binarize`` does:
+``--aux NAME=FILE`` (repeatable; ``--aux-labels NAME=COUNT`` for label streams), further sources
+(``--extra-source FILE`` for translate, a repeated ``--source`` for score), ``--features FILE.npy``
+with an optional ``--feature-index FILE`` (data/extra_inputs.py has the rules and the checks).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import yaml
 from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import atomic_write, read_lines
+from nmtvariants.training.cli import add_extra_input_args, extra_input_files
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -31,16 +38,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     tr.add_argument("--min-len", type=int, default=0)
     tr.add_argument("--nbest", type=int, default=1, help=">1 writes Moses n-best lines `i ||| hyp ||| score`")
     tr.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    add_extra_input_args(tr, sources="--extra-source")
     tr.set_defaults(func=run_translate)
 
     sc = subparsers.add_parser("score", help="forced-decoding scores of (source, target) pairs")
     _model_args(sc)
-    sc.add_argument("--source", required=True)
+    sc.add_argument(
+        "--source", required=True, action="append", help="source text; repeat for further sources, in order"
+    )
     sc.add_argument("--target", required=True)
     sc.add_argument("--output", required=True)
     sc.add_argument("--sum", action="store_true", help="sum of token NLLs instead of the mean")
     sc.add_argument("--per-token", action="store_true", help="write each token's NLL (incl. </s>) per line")
     sc.add_argument("--batch-size", type=int, default=64)
+    add_extra_input_args(sc, sources=None)
     sc.set_defaults(func=run_score)
 
     cp = subparsers.add_parser("count-params", help="parameter count of a model configuration")
@@ -82,15 +93,29 @@ def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
     return model, vocab
 
 
+def trained_aux_labels(checkpoint: str) -> dict[str, int]:
+    """The label streams (``data.aux_labels``) the model was trained with, so that a stream gets the
+    same ``</s>`` value at test time without repeating ``--aux-labels`` (memory-mapped: no weights read)."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True, mmap=True)
+    data = (state.get("train_config") or {}).get("data") or {}
+    return dict(data.get("aux_labels") or {})
+
+
 def run_translate(args: argparse.Namespace) -> int:
+    from nmtvariants.data.extra_inputs import model_feature_channels
     from nmtvariants.inference.translate import translate_lines
 
     model, vocab = _load(args)
-    lines = list(read_lines("/dev/stdin" if args.input == "-" else args.input))
+    source_path = "/dev/stdin" if args.input == "-" else args.input
+    lines = list(read_lines(source_path))
     outputs = translate_lines(
         model,
         vocab,
         lines,
+        extras=extra_input_files(
+            args, channels=model_feature_channels(model), labels=trained_aux_labels(args.checkpoint)
+        ),
+        source_path=args.input if args.input != "-" else "<stdin>",
         nbest=args.nbest,
         batch_size=args.batch_size,
         device=args.device,
@@ -106,18 +131,25 @@ def run_translate(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from nmtvariants.inference.scorer import score_pairs
+    from nmtvariants.data.extra_inputs import model_feature_channels
+    from nmtvariants.inference.examples import read_examples, score_examples
+    from nmtvariants.inference.scorer import PairScore
 
     model, vocab = _load(args)
-    sources = list(read_lines(args.source))
+    first, *further = args.source
+    sources = list(read_lines(first))
     targets = list(read_lines(args.target))
     if len(sources) != len(targets):
         raise InputError(
-            f"{args.source} has {len(sources)} lines but {args.target} has {len(targets)}; "
+            f"{first} has {len(sources)} lines but {args.target} has {len(targets)}; "
             "source and target must be line-parallel"
         )
-    pairs = [(vocab.encode(s), vocab.encode(t)) for s, t in zip(sources, targets, strict=True)]
-    scores = score_pairs(model, pairs, batch_size=args.batch_size, device=args.device)
+    extras = extra_input_files(
+        args, further, model_feature_channels(model), trained_aux_labels(args.checkpoint)
+    )
+    data = read_examples(vocab, first, sources, targets, extras)
+    scored = score_examples(model, data, batch_size=args.batch_size, device=args.device)
+    scores = [PairScore(token_log_probs) for token_log_probs in scored]
     if args.per_token:
         outputs = [" ".join(f"{-p:.6f}" for p in s.token_log_probs) for s in scores]
     else:

@@ -1,4 +1,8 @@
-"""Translating text files with a trained checkpoint: batching, empty lines, n-best output."""
+"""Translating text files with a trained checkpoint: batching, empty lines, n-best output.
+
+Sentences may carry extra inputs (integer streams, further sources, a feature grid; see
+inference/examples.py); each batch reaches beam search as one :class:`SourceInputs`.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,33 @@ from pathlib import Path
 
 import torch
 
+from nmtvariants.data.batching import source_inputs
+from nmtvariants.data.dataset import ParallelData
+from nmtvariants.data.extra_inputs import ExtraInputFiles
 from nmtvariants.data.vocab import EOS_ID, Vocabulary
 from nmtvariants.errors import InputError
-from nmtvariants.fileio import atomic_write, read_lines
+from nmtvariants.fileio import PathLike, atomic_write, read_lines
 from nmtvariants.inference.beam_search import Hypothesis, beam_search
-from nmtvariants.inference.scorer import pad_batch
+from nmtvariants.inference.examples import batches_by_length, nonempty, read_examples, search_input
 from nmtvariants.models.transformer import Transformer
+
+
+def translate_data(
+    model: Transformer,
+    data: ParallelData,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    **search: object,
+) -> list[list[Hypothesis]]:
+    """Beam-search every example's source side (with its extra inputs); batches of ``batch_size``
+    sentences sorted by length. A source with no tokens (only </s>) is not decoded and gets no
+    hypotheses."""
+    results: list[list[Hypothesis]] = [[] for _ in range(len(data))]
+    for chunk in batches_by_length(data, nonempty(data), batch_size):
+        inputs = search_input(source_inputs(data, chunk).to(device))
+        for index, hyps in zip(chunk, beam_search(model, inputs, **search), strict=True):
+            results[int(index)] = hyps
+    return results
 
 
 def translate_ids(
@@ -22,19 +47,9 @@ def translate_ids(
     device: str | torch.device = "cpu",
     **search: object,
 ) -> list[list[Hypothesis]]:
-    """Beam-search every source (ids + </s>); batches of ``batch_size`` sentences sorted by length.
-
-    A source with no tokens (only </s>) is not decoded and gets no hypotheses.
-    """
-    results: list[list[Hypothesis]] = [[] for _ in sources]
-    todo = [i for i, s in enumerate(sources) if len(s) > 1 or (s and s[0] != EOS_ID)]
-    todo.sort(key=lambda i: len(sources[i]))
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start : start + batch_size]
-        src = pad_batch([sources[i] for i in chunk]).to(device)
-        for index, hyps in zip(chunk, beam_search(model, src, **search), strict=True):
-            results[index] = hyps
-    return results
+    """Beam-search every source (ids + </s>); see :func:`translate_data`."""
+    data = ParallelData.from_sequences((list(s) or [EOS_ID], [EOS_ID]) for s in sources)
+    return translate_data(model, data, batch_size, device, **search)
 
 
 def check_vocabulary(model: Transformer, vocab: Vocabulary, vocab_path: str | Path) -> None:
@@ -46,11 +61,20 @@ def check_vocabulary(model: Transformer, vocab: Vocabulary, vocab_path: str | Pa
 
 
 def translate_lines(
-    model: Transformer, vocab: Vocabulary, lines: Sequence[str], nbest: int = 1, **kwargs: object
+    model: Transformer,
+    vocab: Vocabulary,
+    lines: Sequence[str],
+    nbest: int = 1,
+    extras: ExtraInputFiles | None = None,
+    source_path: PathLike = "<input>",
+    **kwargs: object,
 ) -> list[str]:
-    """BPE'd source lines to output lines; with ``nbest > 1`` Moses n-best lines ``i ||| hyp ||| score``."""
-    sources = [vocab.encode(line) for line in lines]
-    hyps = translate_ids(model, sources, nbest=nbest, **kwargs)
+    """BPE'd source lines to output lines; with ``nbest > 1`` Moses n-best lines ``i ||| hyp ||| score``.
+
+    ``extras``: the lines' extra inputs (checked against ``lines``, read from ``source_path``).
+    """
+    data = read_examples(vocab, source_path, lines, extras=extras)
+    hyps = translate_data(model, data, nbest=nbest, **kwargs)
     if nbest == 1:
         return [vocab.decode(h[0].tokens) if h else "" for h in hyps]
     out = []

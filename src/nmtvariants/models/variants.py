@@ -11,7 +11,11 @@ Core switches (built into the layers):
   registered with :func:`register_strategy`, which also declares their own option keys.
 
 Plug-ins: any other top-level key names a plug-in registered with :func:`register_variant` by a module
-of the ``nmtvariants.plugins`` package (all of them are imported by :func:`load_plugins`). After the
+of the ``nmtvariants.plugins`` package (all of them are imported by :func:`load_plugins`), or by a
+user plug-in file outside the package: every ``.py`` file named in the environment variable
+``NMTV_PLUGINS`` (paths separated by ``os.pathsep``; fairseq's ``--user-dir`` idea) is imported too,
+so that a subprocess (``nmtvariants train``, ``translate``, ``score``) sees the same plug-ins as the
+process that started it. After the
 base model is built, each plug-in receives the model and its options and installs its modules into the
 seams (``attn.kv_transform``, ``attn.score_transform``, ``SubLayer.residual_from_normed``, extra
 parameters). Because installation happens in ``build_model``, the parameters are part of the model and
@@ -21,10 +25,15 @@ order, so that a composed variant (e.g. PASCAL + shortcuts + simplified decoder)
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import os
 import pkgutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
@@ -64,11 +73,35 @@ def unregister_variant(name: str) -> None:
     PLUGINS.pop(name, None)
 
 
+PLUGIN_PATH_VARIABLE = "NMTV_PLUGINS"
+
+
 def load_plugins() -> None:
-    """Import every module of the plug-in package (each registers its variants on import)."""
+    """Import every module of the plug-in package, then every user plug-in file named in
+    ``$NMTV_PLUGINS`` (each registers its variants on import; each file is imported once)."""
     package = importlib.import_module(PLUGIN_PACKAGE)
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{PLUGIN_PACKAGE}.{module.name}")
+    for entry in os.environ.get(PLUGIN_PATH_VARIABLE, "").split(os.pathsep):
+        if entry:
+            _import_file(Path(entry))
+
+
+def _import_file(path: Path) -> None:
+    path = path.resolve()
+    name = f"nmtv_user_plugin_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}_{path.stem}"
+    if name in sys.modules:
+        return
+    if not path.is_file() or path.suffix != ".py":
+        raise ConfigError(f"{PLUGIN_PATH_VARIABLE}: {path} is not a .py file; list plug-in files")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
 
 
 def init_plugin_parameters(module: nn.Module) -> None:

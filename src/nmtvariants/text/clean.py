@@ -14,6 +14,11 @@ cleaned, so their line count is preserved):
    Tokens are single-space separated fields (with ``ignore_xml``, XML tags are not counted).
 5. The kept lines are written in their whitespace-normalised form, as perl writes them.
 
+Beyond perl: the 1-based input line numbers of the kept pairs are written to a ``.kept`` file beside
+the cleaned source (one number a line), so that anything line-parallel with the uncleaned corpus
+(gold parses, image ids and features, further sources) can follow the cleaning:
+:func:`select_lines` picks those lines from such a file.
+
 A factored line with an empty factor (perl dies) raises `InputError`. The one place where we do not die
 as perl does: with ``ignore_xml`` and ``min 0`` a side made only of tags has 0 tokens and perl divides
 by zero; we drop such a pair as "empty".
@@ -168,6 +173,47 @@ def check_parallel(src_path: PathLike, tgt_path: PathLike) -> int:
     return src_count
 
 
+def kept_lines_path(src_out: PathLike) -> Path:
+    """Where :func:`clean_files` writes the kept line numbers by default: ``<cleaned source>.kept``."""
+    return Path(f"{src_out}.kept")
+
+
+def select_lines(path: PathLike, kept: Iterable[int]) -> list[str]:
+    """The lines of ``path`` at the 1-based numbers ``kept`` (increasing, as a ``.kept`` file lists them).
+
+    A number past the end of ``path`` is an InputError naming both: the file does not follow the
+    corpus that was cleaned.
+    """
+    wanted = list(kept)
+    out: list[str] = []
+    lines = read_lines(path)
+    position = 0
+    for number in wanted:
+        if number <= position:
+            raise InputError(f"kept line numbers must increase; got {number} after {position}")
+        line = None
+        while position < number:
+            line = next(lines, None)
+            if line is None:
+                raise InputError(
+                    f"{path}: has {position} lines, but line {number} was kept; the file must be "
+                    "line-parallel with the uncleaned corpus"
+                )
+            position += 1
+        out.append(line)
+    return out
+
+
+def read_kept(path: PathLike) -> list[int]:
+    """The 1-based line numbers of a ``.kept`` file."""
+    numbers = []
+    for index, line in enumerate(read_lines(path), start=1):
+        if not line.isdigit():
+            raise InputError(f"{path}:{index}: expected a line number, got {line!r}")
+        numbers.append(int(line))
+    return numbers
+
+
 def clean_files(
     src_in: PathLike,
     tgt_in: PathLike,
@@ -175,8 +221,10 @@ def clean_files(
     tgt_out: PathLike,
     settings: CleanSettings | None = None,
     report_path: PathLike | None = None,
+    kept_path: PathLike | None = None,
 ) -> dict:
-    """Clean a parallel file pair; write both outputs (and the JSON report) atomically.
+    """Clean a parallel file pair; write both outputs, the kept line numbers (``kept_path``, by
+    default :func:`kept_lines_path`) and the JSON report, each atomically.
 
     Returns the report as a dict: ``input_pairs``, ``kept``, ``dropped`` per reason, ``examples``.
     """
@@ -184,10 +232,16 @@ def clean_files(
     check_parallel(src_in, tgt_in)
     report = CleanReport(settings)
     pairs = zip(read_lines(src_in), read_lines(tgt_in), strict=True)
-    with atomic_write(src_out) as src_file, atomic_write(tgt_out) as tgt_file:
+    kept_path = kept_lines_path(src_out) if kept_path is None else kept_path
+    with (
+        atomic_write(src_out) as src_file,
+        atomic_write(tgt_out) as tgt_file,
+        atomic_write(kept_path) as kept_file,
+    ):
         for src, tgt in clean_pairs(pairs, settings, report, names=(str(src_in), str(tgt_in))):
             src_file.write(src + "\n")
             tgt_file.write(tgt + "\n")
+            kept_file.write(f"{report.input_pairs}\n")  # the pair just yielded is input line input_pairs
     result = report.as_dict()
     result["files"] = {"src_in": str(src_in), "tgt_in": str(tgt_in)}
     if report_path is not None:

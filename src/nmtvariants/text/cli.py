@@ -8,7 +8,7 @@ nmtvariants truecase apply --model M [IN] [-o OUT] [-j N]
 nmtvariants truecase undo  [IN] [-o OUT]
 nmtvariants segment    -l ja|zh [--method M] [IN] [-o OUT] [-j N]
 nmtvariants clean --src-in A --tgt-in B --src-out A2 --tgt-out B2 [--min 1 --max 80 --ratio 9]
-                  [--report drops.json]
+                  [--report drops.json] [--kept A2.kept]
 nmtvariants postprocess -l LANG [IN] [-o OUT] [--truecased] [--no-bpe] [--no-detokenize]
                   [--no-repair] [--translit-reverse MODULE:FUNCTION] [-j N]
 nmtvariants roundtrip -l LANG FILE --json OUT [--truecase-train RAW] [--no-normalize] [-a]
@@ -119,6 +119,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--lowercase", action="store_true")
     parser.add_argument("--max-word-length", type=int, default=1000)
     parser.add_argument("--report", type=Path, help="JSON with the number of pairs dropped per reason")
+    parser.add_argument(
+        "--kept", type=Path, help="1-based input line numbers of the kept pairs (default: SRC_OUT.kept)"
+    )
     parser.set_defaults(func=_run_clean)
 
     parser = subparsers.add_parser("postprocess", help="inverse chain: de-BPE, detruecase, detokenize")
@@ -183,7 +186,7 @@ def _run_clean(args: argparse.Namespace) -> None:
         max_word_length=args.max_word_length,
     )
     report = clean_module.clean_files(
-        args.src_in, args.tgt_in, args.src_out, args.tgt_out, settings, args.report
+        args.src_in, args.tgt_in, args.src_out, args.tgt_out, settings, args.report, args.kept
     )
     log.info(
         "clean: kept %d of %d pairs; dropped %s",

@@ -52,7 +52,57 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     binar.add_argument("--vocab", type=Path, required=True)
     binar.add_argument("--max-len", type=int, help="drop pairs with more tokens than this on either side")
     binar.add_argument("--output", type=Path, required=True, help=".npz file")
+    add_extra_input_args(binar, sources="--extra-source")
     binar.set_defaults(func=run_binarize)
+
+
+def add_extra_input_args(parser: argparse.ArgumentParser, sources: str | None) -> None:
+    """The options naming an example's extra inputs (data/extra_inputs.py); shared with translate/score."""
+    parser.add_argument(
+        "--aux",
+        action="append",
+        metavar="NAME=FILE",
+        help="integer stream aligned with the first source's BPE tokens (repeatable), e.g. parents=FILE",
+    )
+    parser.add_argument(
+        "--aux-labels",
+        action="append",
+        metavar="NAME=COUNT",
+        help="the stream NAME holds label ids < COUNT (</s> gets COUNT), not positions",
+    )
+    if sources:
+        parser.add_argument(
+            sources, action="append", metavar="FILE", help="a further BPE source, line-parallel (repeatable)"
+        )
+    parser.add_argument("--features", metavar="FILE.npy", help="feature grid [sentences, regions, channels]")
+    parser.add_argument(
+        "--feature-index", metavar="FILE", help="1-based feature row per line (the .kept file of `clean`)"
+    )
+
+
+def extra_input_files(
+    args: argparse.Namespace,
+    sources: list[str] | None = None,
+    channels: int | None = None,
+    labels: dict[str, int] | None = None,
+):
+    """An :class:`ExtraInputFiles` from the options of :func:`add_extra_input_args`; ``labels``: the
+    label streams known already (a model's training config), which ``--aux-labels`` extends."""
+    from nmtvariants.data.extra_inputs import ExtraInputFiles, parse_named
+
+    labels = dict(labels or {})
+    for name, count in parse_named(args.aux_labels, "--aux-labels").items():
+        if not count.isdigit() or int(count) < 1:
+            raise InputError(f"--aux-labels {name}={count}: COUNT must be a positive integer")
+        labels[name] = int(count)
+    return ExtraInputFiles(
+        aux=parse_named(args.aux, "--aux"),
+        aux_labels=labels,
+        sources=list(sources if sources is not None else getattr(args, "extra_source", None) or []),
+        features=args.features,
+        feature_index=args.feature_index,
+        feature_channels=channels,
+    )
 
 
 def run_train(args: argparse.Namespace) -> None:
@@ -109,6 +159,7 @@ def run_binarize(args: argparse.Namespace) -> None:
     from nmtvariants.data.dataset import binarize
     from nmtvariants.data.vocab import Vocabulary
 
-    data = binarize(args.src, args.tgt, Vocabulary.load(args.vocab), max_len=args.max_len)
+    vocab = Vocabulary.load(args.vocab)
+    data = binarize(args.src, args.tgt, vocab, max_len=args.max_len, extras=extra_input_files(args))
     data.save(args.output)
     log.info("%s: %d pairs, %d target tokens", args.output, len(data), data.target_token_count())

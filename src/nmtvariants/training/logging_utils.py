@@ -1,5 +1,9 @@
 """Training logs: a pandas-readable CSV, TensorBoard scalars and a tqdm progress bar.
 
+Columns beyond :data:`BASE_COLUMNS` appear as they are first logged: validation metrics, and each
+plug-in's auxiliary loss term (``aux_<name>`` in training rows, ``valid_aux_<name>`` in validation
+rows, per target token with its weight), which also get a TensorBoard scalar and a place on the bar.
+
 The CSV is rewritten atomically at every log event (it is small), so it is never half a line;
 on resume the rows after the resumed update are dropped, because the killed run may have logged
 updates that the resumed run will now redo. TensorBoard event files are append-only by design and

@@ -7,6 +7,10 @@ keys and wrong types are rejected here rather than discovered deep inside the lo
 Shape::
 
     data:    {train_src, train_tgt, valid_src, valid_tgt, vocab}   (or train_bin / valid_bin .npz)
+             extra inputs (data/extra_inputs.py): train_aux / valid_aux {NAME: FILE} integer streams,
+             aux_labels {NAME: label count} (the streams that hold labels, not positions),
+             train_sources / valid_sources [FILE, ...] further sources, train_features /
+             valid_features FILE.npy with optional train_feature_index / valid_feature_index
     model:   {preset: tiny|small|base|big, ...ModelConfig overrides}
     variant: {...study switches...; optional warmup: N overrides train.warmup for this variant}
     train:   {max_updates, batch_tokens, update_freq | effective_batch_tokens, lr_scale | lr_peak,
@@ -45,6 +49,15 @@ class DataSettings:
     valid_tgt: str | None = None
     train_bin: str | None = None
     valid_bin: str | None = None
+    train_aux: dict[str, str] = field(default_factory=dict)
+    valid_aux: dict[str, str] = field(default_factory=dict)
+    aux_labels: dict[str, int] = field(default_factory=dict)
+    train_sources: list[str] = field(default_factory=list)
+    valid_sources: list[str] = field(default_factory=list)
+    train_features: str | None = None
+    valid_features: str | None = None
+    train_feature_index: str | None = None
+    valid_feature_index: str | None = None
 
 
 @dataclass
@@ -105,6 +118,11 @@ def _type_ok(value: Any, annotation: Any) -> bool:
     if origin is list:
         (inner,) = typing.get_args(annotation)
         return isinstance(value, list) and all(_type_ok(item, inner) for item in value)
+    if origin is dict:
+        key_type, value_type = typing.get_args(annotation)
+        return isinstance(value, dict) and all(
+            _type_ok(k, key_type) and _type_ok(v, value_type) for k, v in value.items()
+        )
     return isinstance(value, annotation)
 
 
@@ -190,6 +208,15 @@ def _check_data(data: DataSettings) -> None:
         raise ConfigError("data.train_src, data.train_tgt: required (or data.train_bin)")
     if (data.valid_src is None) != (data.valid_tgt is None):
         raise ConfigError("data.valid_src, data.valid_tgt: give both or neither")
+    for split in ("train", "valid"):
+        extra_text = getattr(data, f"{split}_aux") or getattr(data, f"{split}_sources")
+        if getattr(data, f"{split}_bin") and extra_text:
+            raise ConfigError(
+                f"data.{split}_aux, data.{split}_sources: a binarised {split} file holds its streams and "
+                "sources already; give them to `nmtvariants binarize` instead"
+            )
+        if getattr(data, f"{split}_feature_index") and not getattr(data, f"{split}_features"):
+            raise ConfigError(f"data.{split}_feature_index: needs data.{split}_features")
 
 
 # Settings a resumed run may change without invalidating its checkpoints: how long to train, how
@@ -215,6 +242,9 @@ RESUMABLE_CHANGES = frozenset(
 )
 
 
+_UNSET = (None, {}, [])
+
+
 def resume_conflicts(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """Key paths whose values differ between a checkpoint's run config and this run's, beyond the
     settings in :data:`RESUMABLE_CHANGES`."""
@@ -223,6 +253,8 @@ def resume_conflicts(saved: dict[str, Any], current: dict[str, Any]) -> list[str
         old, new = saved.get(section) or {}, current.get(section) or {}
         for key in sorted(set(old) | set(new)):
             if section == "train" and key in RESUMABLE_CHANGES:
+                continue
+            if old.get(key) in _UNSET and new.get(key) in _UNSET:  # a key added since, left at its default
                 continue
             if old.get(key) != new.get(key):
                 conflicts.append(f"{section}.{key}: {old.get(key)!r} -> {new.get(key)!r}")

@@ -1,10 +1,15 @@
 """The training loop: delayed updates, AMP, DDP, validation, early stopping and exact resume.
 
 One update = a group of token-bucketed batches from :class:`UpdateStream` (all ranks' batches).
-The summed label-smoothed loss of each batch is scaled by ``world_size / total target tokens of
-the group`` before ``backward``; DDP then averages over ranks, so the gradient is exactly the
-token-normalised gradient of the whole group, whatever the split into delayed batches and
-processes (tested against a single process to float tolerance).
+The summed label-smoothed loss of each batch, plus the weighted auxiliary loss terms that plug-ins
+add (``model.aux_losses``, also sums over the batch), is scaled by ``world_size / total target
+tokens of the group`` before ``backward``; DDP then averages over ranks, so the gradient is
+exactly the token-normalised gradient of the whole group, whatever the split into delayed batches
+and processes (tested against a single process to float tolerance). Each auxiliary term is logged
+on its own (``aux_<name>``, per target token, weight included), in training and validation.
+
+The encoders read a batch's :class:`SourceInputs` (several sources, integer streams such as parent
+positions, a feature grid), named in the run config's ``data`` section and checked before training.
 
 Resuming restores the model, Adam, the GradScaler, the update counter (the Noam schedule is a
 function of it), every rank's RNG states (Python, NumPy, torch CPU and CUDA: dropout continues
@@ -40,9 +45,11 @@ from nmtvariants.data.batching import (
     epoch_batches,
 )
 from nmtvariants.data.dataset import ParallelData, binarize, check_ids
+from nmtvariants.data.extra_inputs import ExtraInputFiles, model_feature_channels
 from nmtvariants.data.vocab import PAD_ID, Vocabulary
 from nmtvariants.errors import ConfigError
 from nmtvariants.models import build_model, model_config
+from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.training import checkpoints as ckpt
 from nmtvariants.training.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, shutdown
 from nmtvariants.training.logging_utils import TrainLogger, perplexity
@@ -64,7 +71,11 @@ class LossModule(nn.Module):
 
     The output projection (the costliest matmul for small models) runs only on the non-pad target
     positions, fused with the loss (``projected_label_smoothed_nll``): no ``[tokens, V]`` logits
-    are kept for the backward.
+    are kept for the backward. Plug-ins' auxiliary terms are collected during the same forward.
+
+    Returns ``(objective, loss, nll, aux)``: the summed objective to back-propagate (the smoothed
+    loss plus every ``weight * term``), the smoothed loss alone, the NLL (both detached), and the
+    weighted auxiliary terms by name (detached), all sums over the batch.
     """
 
     def __init__(self, model: nn.Module, epsilon: float):
@@ -73,14 +84,28 @@ class LossModule(nn.Module):
         self.epsilon = epsilon
 
     def forward(
-        self, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, aux: dict | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        memory = self.model.encode(src, aux)
-        states = self.model.decode_states(tgt_in, memory, aux=aux)
-        keep = tgt_out.ne(PAD_ID)
-        return projected_label_smoothed_nll(
-            states[keep], self.model.output_weight, tgt_out[keep], self.epsilon
-        )
+        self, inputs: SourceInputs | torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        inputs = SourceInputs.of(inputs)
+        recorder = self.model.aux_losses
+        recorder.take()  # nothing left over from an interrupted forward
+        recorder.active = True
+        try:
+            memories = self.model.encode_inputs(inputs)
+            states = self.model.decode_states(tgt_in, memories, aux=inputs.aux)
+            keep = tgt_out.ne(PAD_ID)
+            loss, nll = projected_label_smoothed_nll(
+                states[keep], self.model.output_weight, tgt_out[keep], self.epsilon
+            )
+        finally:
+            recorder.active = False
+        objective = loss
+        aux: dict[str, torch.Tensor] = {}
+        for name, (total, weight) in sorted(recorder.take().items()):
+            term = weight * total.float()
+            objective = objective + term
+            aux[name] = term.detach()
+        return objective, loss.detach(), nll, aux
 
 
 @dataclass
@@ -171,25 +196,76 @@ def resolve_threads(requested: int | None) -> int | None:
     return requested
 
 
+def extra_input_files(config: RunConfig, split: str, feature_channels: int | None = None) -> ExtraInputFiles:
+    """The extra inputs the run config names for ``split`` (train or valid)."""
+    data = config.data
+    return ExtraInputFiles(
+        aux=getattr(data, f"{split}_aux"),
+        aux_labels=data.aux_labels,
+        sources=getattr(data, f"{split}_sources"),
+        features=getattr(data, f"{split}_features"),
+        feature_index=getattr(data, f"{split}_feature_index"),
+        feature_channels=feature_channels,
+    )
+
+
+def _load_split(
+    config: RunConfig, split: str, vocab: Vocabulary, max_len: int, feature_channels: int | None
+) -> ParallelData:
+    data = config.data
+    binarised = getattr(data, f"{split}_bin")
+    extras = extra_input_files(config, split, feature_channels)
+    if binarised:
+        loaded = ParallelData.load(binarised)
+        check_ids(loaded, len(vocab), binarised)
+        if extras.features is not None:
+            loaded.use_features(extras.features, feature_channels)
+        elif loaded.feature_rows is not None:
+            raise ConfigError(f"data.{split}_features: {binarised} has feature rows; name the feature file")
+        return loaded
+    src, tgt = getattr(data, f"{split}_src"), getattr(data, f"{split}_tgt")
+    return binarize(src, tgt, vocab, max_len=max_len, extras=extras)
+
+
 def load_data(
-    config: RunConfig, vocab: Vocabulary, max_positions: int
+    config: RunConfig, vocab: Vocabulary, max_positions: int, feature_channels: int | None = None
 ) -> tuple[ParallelData, ParallelData | None]:
-    """Binarise (or load) the training and validation pairs; drop pairs the model cannot embed."""
+    """Binarise (or load) the training and validation pairs with their extra inputs, all checked
+    here, before training starts; drop pairs the model cannot embed."""
     data, train = config.data, config.train
     limit = max_positions - 1  # </s> takes one position
     max_len = min(train.max_len, limit) if train.max_len else limit
-    if data.train_bin:
-        train_data = ParallelData.load(data.train_bin)
-        check_ids(train_data, len(vocab), data.train_bin)
-    else:
-        train_data = binarize(data.train_src, data.train_tgt, vocab, max_len=max_len)
+    train_data = _load_split(config, "train", vocab, max_len, feature_channels)
     valid_data = None
-    if data.valid_bin:
-        valid_data = ParallelData.load(data.valid_bin)
-        check_ids(valid_data, len(vocab), data.valid_bin)
-    elif data.valid_src:
-        valid_data = binarize(data.valid_src, data.valid_tgt, vocab, max_len=limit)
+    if data.valid_bin or data.valid_src:
+        valid_data = _load_split(config, "valid", vocab, limit, feature_channels)
+        if sorted(valid_data.aux) != sorted(train_data.aux) or len(valid_data.sources) != len(
+            train_data.sources
+        ):
+            raise ConfigError(
+                f"data: the validation data has streams {sorted(valid_data.aux)} and "
+                f"{1 + len(valid_data.sources)} source(s), the training data {sorted(train_data.aux)} and "
+                f"{1 + len(train_data.sources)}; give both the same extra inputs"
+            )
     return train_data, valid_data
+
+
+def check_model_inputs(model: nn.Module, data: ParallelData, split: str) -> None:
+    """The data must feed every encoder of the model: as many sources, and features iff it reads them."""
+    spec = getattr(model, "multi_source", None)  # the parsed variant.multi_source of a multi-encoder model
+    if spec is None:
+        return
+    sources = 1 + len(data.sources)
+    if sources != spec.sources:
+        raise ConfigError(
+            f"data.{split}_sources: the {split} data has {sources} source(s), but the model has "
+            f"{spec.sources} text encoder(s) (variant.multi_source.sources); name one file per further source"
+        )
+    if (data.feature_rows is not None) != (spec.feature_channels is not None):
+        needed = "needs" if spec.feature_channels is not None else "has no encoder for"
+        raise ConfigError(
+            f"data.{split}_features: the model {needed} a feature grid (variant.multi_source.features)"
+        )
 
 
 def make_optimizer(model: nn.Module, train: TrainSettings, device: torch.device) -> torch.optim.Adam:
@@ -221,7 +297,8 @@ def evaluate(
     info: DistInfo,
     amp: str = "none",
 ) -> dict[str, float]:
-    """Per-token NLL (no smoothing) and label-smoothed loss on ``data``, sharded over ranks."""
+    """Per-token NLL (no smoothing), label-smoothed loss and auxiliary terms on ``data``, sharded
+    over ranks."""
     loss_module = LossModule(model, epsilon)
     was_training = model.training
     model.eval()
@@ -229,10 +306,12 @@ def evaluate(
         data.src_lengths, data.tgt_lengths, batch_tokens, 0, 0, maxi_batch=0, shuffle=False
     )
     totals = torch.zeros(3, dtype=torch.float64, device=info.device)
+    aux_sums: dict[str, torch.Tensor] = {}
     for indices in batches[info.rank :: info.world_size]:
         batch = collate(data, indices).to(info.device)
         with autocast_context(amp, info.device):
-            loss, nll = loss_module(batch.src, batch.tgt_in, batch.tgt_out)
+            _, loss, nll, aux = loss_module(batch.inputs, batch.tgt_in, batch.tgt_out)
+        add_terms(aux_sums, aux)
         totals += torch.stack(
             [
                 loss.double(),
@@ -241,14 +320,39 @@ def evaluate(
             ]
         )
     totals = all_reduce_sum(totals, info).tolist()
+    terms = reduce_terms(aux_sums, info)
     model.train(was_training)
     tokens = max(totals[2], 1.0)
-    return {
+    metrics = {
         "valid_loss": totals[0] / tokens,
         "valid_nll": totals[1] / tokens,
         "valid_ppl": perplexity(totals[1] / tokens),
         "valid_tokens": int(totals[2]),
     }
+    metrics.update({f"valid_aux_{name}": total / tokens for name, total in terms.items()})
+    return metrics
+
+
+def add_terms(sums: dict[str, torch.Tensor], terms: dict[str, torch.Tensor]) -> None:
+    """Accumulate auxiliary terms by name (in float64)."""
+    for name, value in terms.items():
+        sums[name] = sums[name] + value.double() if name in sums else value.double()
+
+
+def reduce_terms(sums: dict[str, torch.Tensor], info: DistInfo) -> dict[str, float]:
+    """Sum auxiliary terms over ranks; a term some rank never saw counts 0 there (the names are
+    gathered first, so that every rank reduces a tensor of the same size)."""
+    names = sorted(sums)
+    if info.distributed:
+        everyone: list[Any] = [None] * info.world_size
+        dist.all_gather_object(everyone, names)
+        names = sorted(set().union(*everyone))
+    if not names:
+        return {}
+    stacked = torch.stack(
+        [sums.get(name, torch.zeros((), dtype=torch.float64, device=info.device)) for name in names]
+    )
+    return dict(zip(names, all_reduce_sum(stacked, info).tolist(), strict=True))
 
 
 # ---------------------------------------------------------------------- the trainer
@@ -285,7 +389,12 @@ class Trainer:
         self.model = build_model(self.model_cfg, vocab_size=len(self.vocab)).to(self.info.device)
         if self.info.distributed:  # same initial weights everywhere, different dropout masks per rank
             torch.manual_seed(self.train_cfg.seed + 7919 * self.info.rank)
-        self.train_data, self.valid_data = load_data(config, self.vocab, self.model_cfg.max_positions)
+        self.train_data, self.valid_data = load_data(
+            config, self.vocab, self.model_cfg.max_positions, model_feature_channels(self.model)
+        )
+        check_model_inputs(self.model, self.train_data, "train")
+        if self.valid_data is not None:
+            check_model_inputs(self.model, self.valid_data, "valid")
         self.optimizer = make_optimizer(self.model, self.train_cfg, self.info.device)
         peak = self.train_cfg.lr_peak
         scale = (
@@ -404,7 +513,9 @@ class Trainer:
         return ckpt.save_checkpoint(state, self.outdir / "final.pt")
 
     # ------------------------------------------------------------------ one update
-    def _train_update(self, group: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def _train_update(
+        self, group: list[np.ndarray]
+    ) -> tuple[torch.Tensor, torch.Tensor, int, dict[str, torch.Tensor]]:
         info, cfg = self.info, self.train_cfg
         tgt_lengths = self.train_data.tgt_lengths
         total_tokens = int(sum(int(tgt_lengths[b].sum()) for b in group))
@@ -413,6 +524,7 @@ class Trainer:
         scale = info.world_size / total_tokens
         loss_sum = torch.zeros((), dtype=torch.float32, device=info.device)
         nll_sum = torch.zeros((), dtype=torch.float32, device=info.device)
+        aux_sums: dict[str, torch.Tensor] = {}
         for index, indices in enumerate(mine):
             batch: Batch = collate(self.train_data, indices).to(info.device, non_blocking=True)
             last = index == len(mine) - 1
@@ -423,10 +535,11 @@ class Trainer:
             )
             with sync:
                 with autocast_context(cfg.amp, info.device):
-                    loss, nll = self.loss_module(batch.src, batch.tgt_in, batch.tgt_out)
-                self.scaler.scale(loss * scale).backward()
-            loss_sum += loss.detach()
+                    objective, loss, nll, aux = self.loss_module(batch.inputs, batch.tgt_in, batch.tgt_out)
+                self.scaler.scale(objective * scale).backward()
+            loss_sum += loss
             nll_sum += nll
+            add_terms(aux_sums, aux)
         if cfg.clip_norm > 0:
             self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
@@ -436,7 +549,7 @@ class Trainer:
         self.state.update += 1
         self.state.tokens_seen += total_tokens
         self._last_lr = lr
-        return loss_sum, nll_sum, total_tokens
+        return loss_sum, nll_sum, total_tokens, aux_sums
 
     # ------------------------------------------------------------------ validation + early stop
     def validate(self) -> dict[str, float]:
@@ -522,6 +635,7 @@ class Trainer:
         saved_at = self.state.update if self.resumed_from else -1
         window_loss = torch.zeros((), device=info.device)
         window_nll = torch.zeros((), device=info.device)
+        window_aux: dict[str, torch.Tensor] = {}
         window_tokens, window_start = 0, time.perf_counter()
         run_start = time.perf_counter() - self.state.elapsed_s
         self._last_lr = 0.0
@@ -544,10 +658,11 @@ class Trainer:
                 if group is None:
                     self.state.stop_reason = "max_epochs"
                     break
-                loss_sum, nll_sum, tokens = self._train_update(group)
+                loss_sum, nll_sum, tokens, aux_sums = self._train_update(group)
                 self.state.position = updates.position
                 window_loss += loss_sum
                 window_nll += nll_sum
+                add_terms(window_aux, aux_sums)
                 window_tokens += tokens
                 update = self.state.update
                 if update % cfg.log_every == 0 or update == cfg.max_updates:
@@ -565,10 +680,16 @@ class Trainer:
                         "tok_per_s": window_tokens / max(now - window_start, 1e-9),
                         "elapsed_s": now - run_start,
                     }
+                    aux_row = {
+                        f"aux_{name}": total / window_tokens
+                        for name, total in reduce_terms(window_aux, info).items()
+                    }
+                    row.update(aux_row)
                     logger.record(row)
-                    logger.progress(update, loss=row["loss"], lr=row["lr"], tok_s=row["tok_per_s"])
+                    logger.progress(update, loss=row["loss"], lr=row["lr"], tok_s=row["tok_per_s"], **aux_row)
                     window_loss.zero_()
                     window_nll.zero_()
+                    window_aux = {}
                     window_tokens, window_start = 0, time.perf_counter()
                 elif logger.bar is not None:
                     logger.progress(update)

@@ -24,7 +24,6 @@ from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.vocab import BOS_ID
 from nmtvariants.errors import ConfigError
 from nmtvariants.models.hooks import capture
-from nmtvariants.models.interfaces import SourceInputs
 
 
 def cap_pairs(
@@ -102,9 +101,9 @@ def extract_states(
             batch = collate(data, rows).to(device)
             # the first batch records everything, to check the patterns against the names that exist
             with capture(model, include=chosen) as recorder:
-                memories = model.encode_inputs(SourceInputs.of(batch.src))
+                memories = model.encode_inputs(batch.inputs)
                 if chosen is None or any(side_of(name) == "decoder" for name in chosen):
-                    model.decode_states(batch.tgt_in, memories)
+                    model.decode_states(batch.tgt_in, memories, aux=batch.inputs.aux)
             if chosen is None:
                 chosen = _matching(recorder.keys(), patterns)
             lengths = {"encoder": data.src_lengths[rows], "decoder": data.tgt_lengths[rows]}

@@ -18,7 +18,6 @@ from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.extra_inputs import ExtraInputFiles, read_extra_inputs
 from nmtvariants.data.vocab import EOS_ID, Vocabulary
 from nmtvariants.fileio import PathLike
-from nmtvariants.models.interfaces import SourceInputs
 
 
 def read_examples(
@@ -50,12 +49,6 @@ def batches_by_length(
         yield np.asarray(order[start : start + batch_size], dtype=np.int64)
 
 
-def search_input(inputs: SourceInputs) -> torch.Tensor | SourceInputs:
-    """What to hand beam search and the scorer: the bare source when that is all there is."""
-    plain = len(inputs.sources) == 1 and not inputs.aux and inputs.features is None
-    return inputs.src if plain else inputs
-
-
 def nonempty(data: ParallelData) -> list[int]:
     """Examples with at least one source token (an empty source is not translated)."""
     return [i for i in range(len(data)) if data.src_lengths[i] > 1 or data.source(i)[0] != EOS_ID]
@@ -73,7 +66,7 @@ def score_examples(
     try:
         for chunk in batches_by_length(data, range(len(data)), batch_size, with_target=True):
             batch = collate(data, chunk)
-            inputs = search_input(batch.inputs.to(device))
+            inputs = batch.inputs.to(device)
             logp = token_log_probs(model, inputs, batch.tgt_out.to(device)).cpu().tolist()
             for row, index in enumerate(chunk):
                 results[index] = logp[row][: int(data.tgt_lengths[index])]

@@ -18,7 +18,7 @@ from nmtvariants.data.vocab import EOS_ID, Vocabulary
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write, read_lines
 from nmtvariants.inference.beam_search import Hypothesis, beam_search
-from nmtvariants.inference.examples import batches_by_length, nonempty, read_examples, search_input
+from nmtvariants.inference.examples import batches_by_length, nonempty, read_examples
 from nmtvariants.models.transformer import Transformer
 
 
@@ -34,7 +34,7 @@ def translate_data(
     hypotheses."""
     results: list[list[Hypothesis]] = [[] for _ in range(len(data))]
     for chunk in batches_by_length(data, nonempty(data), batch_size):
-        inputs = search_input(source_inputs(data, chunk).to(device))
+        inputs = source_inputs(data, chunk).to(device)
         for index, hyps in zip(chunk, beam_search(model, inputs, **search), strict=True):
             results[int(index)] = hyps
     return results

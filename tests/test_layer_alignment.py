@@ -18,11 +18,16 @@ from torch import nn
 
 from nmtvariants.analysis.decoder_modules import decoder_module_names
 from nmtvariants.cli import main
-from nmtvariants.corpora.alignments import GoldAlignment
+from nmtvariants.corpora.alignments import GoldAlignment, read_alignments, read_snum_sentences
 from nmtvariants.data.vocab import Vocabulary
-from nmtvariants.errors import ConfigError
+from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.evaluation.alignment import format_links, word_ids_from_subwords
-from nmtvariants.evaluation.layer_alignment import AlignmentTestSet, layer_aer, sem_alignments
+from nmtvariants.evaluation.layer_alignment import (
+    AlignmentTestSet,
+    layer_aer,
+    read_alignment_set,
+    sem_alignments,
+)
 from nmtvariants.fileio import write_lines
 from nmtvariants.models import build_model, capture, count_parameters, model_config
 from nmtvariants.models.config import study_overrides
@@ -222,6 +227,8 @@ def test_layer_aer_cli_round_trip(hand_cross: dict, tmp_path: Path, capsys: pyte
         for g in GOLD
     ]
     write_lines(tmp_path / "gold.talp", talp)
+    write_lines(tmp_path / "words.src", ["a bc d", "e f g"])  # the gold's own tokens
+    write_lines(tmp_path / "words.tgt", ["x yz", "u v w q"])
     args = [
         "layer-aer",
         "--checkpoint",
@@ -239,6 +246,10 @@ def test_layer_aer_cli_round_trip(hand_cross: dict, tmp_path: Path, capsys: pyte
         "--reverse-gold",
         "--batch-size",
         "2",
+        "--src-words",
+        str(tmp_path / "words.src"),
+        "--tgt-words",
+        str(tmp_path / "words.tgt"),
         "--output",
         str(tmp_path / "aer.csv"),
     ]
@@ -299,3 +310,40 @@ def test_batched_alignments_equal_a_per_sentence_run() -> None:
             # drop the </s> column and the row predicting </s>
             weights = weights[:, : len(tgt_ids[k]), : len(src_ids[k])]
             assert batched[layer][k] == naive_links(weights, src_ids[k], tgt_ids[k])
+
+
+# ---------------------------------------------------------------- the test set reader on real gold
+def test_alignment_set_on_the_hansards_gold(shared_data: Path, tmp_path: Path) -> None:
+    """English-French Hansards: BPE'd text (here: every word over 6 letters split once), talp gold."""
+    folder = shared_data / "alignments" / "en-fr-hansards-naacl2003"
+    english = read_snum_sentences(folder / "test.e")
+    french = read_snum_sentences(folder / "test.f")
+
+    def bpe(words: list[str]) -> str:
+        return " ".join(f"{w[:3]}@@ {w[3:]}" if len(w) > 6 else w for w in words)
+
+    write_lines(tmp_path / "test.bpe.en", [bpe(s) for s in english])
+    write_lines(tmp_path / "test.bpe.fr", [bpe(s) for s in french])
+    words = (folder / "test.e", folder / "test.f")
+    test_set = read_alignment_set(
+        tmp_path / "test.bpe.en",
+        tmp_path / "test.bpe.fr",
+        folder / "crossalign.enfr.talp",
+        "talp",
+        words=words,
+    )
+    assert test_set.src_word_counts == [len(s) for s in english]
+    assert test_set.tgt_word_counts == [len(s) for s in french]
+    assert sum(len(g.sure) for g in test_set.gold) == 4038
+    assert test_set.gold == read_alignments(folder / "test.align", "berkeley", reverse=True)
+    # a chain that re-tokenises (here: joins the first two French words of sentence 3) is caught
+    french[2] = [french[2][0] + french[2][1], *french[2][2:]]
+    write_lines(tmp_path / "test.bpe.fr", [bpe(s) for s in french])
+    with pytest.raises(InputError, match=r"test.bpe.fr:3: \d+ words once the sub-words are joined"):
+        read_alignment_set(
+            tmp_path / "test.bpe.en",
+            tmp_path / "test.bpe.fr",
+            folder / "crossalign.enfr.talp",
+            "talp",
+            words=words,
+        )

@@ -88,6 +88,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--src", type=Path, required=True, help="BPE'd source, one gold sentence per line")
     p.add_argument("--tgt", type=Path, required=True, help="BPE'd target (teacher forcing)")
     _add_gold_arguments(p)
+    p.add_argument(
+        "--src-words", type=Path, help="source in the gold's tokenisation: check the word count per line"
+    )
+    p.add_argument("--tgt-words", type=Path, help="target in the gold's tokenisation (with --src-words)")
     p.add_argument("--head-merge", choices=["mean", "max"], default="mean", help="merge of the heads")
     p.add_argument("--separator", default="@@", help="BPE continuation marker (default @@)")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
@@ -248,6 +252,8 @@ def run_layer_aer(args: argparse.Namespace) -> None:
 
     if args.batch_size < 1:
         raise ConfigError(f"--batch-size must be positive, got {args.batch_size}")
+    if (args.src_words is None) != (args.tgt_words is None):
+        raise ConfigError("layer-aer: give both --src-words and --tgt-words or neither")
     if args.threads:
         torch.set_num_threads(args.threads)
     test_set = read_alignment_set(
@@ -259,6 +265,7 @@ def run_layer_aer(args: argparse.Namespace) -> None:
         reverse=args.reverse_gold,
         keep_out_of_range=args.keep_out_of_range,
         separator=args.separator,
+        words=None if args.src_words is None else (args.src_words, args.tgt_words),
     )
     model = load_model(args.checkpoint, map_location=args.device)
     vocab = Vocabulary.load(args.vocab)

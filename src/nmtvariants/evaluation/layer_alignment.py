@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from nmtvariants.analysis.decoder_modules import decoder_module_names
-from nmtvariants.corpora.alignments import GoldAlignment, Link, read_alignments
+from nmtvariants.corpora.alignments import GoldAlignment, Link, read_alignments, read_token_counts
 from nmtvariants.data.batching import collate
 from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.vocab import Vocabulary
@@ -89,6 +89,18 @@ def _bpe_lines(path: PathLike, separator: str) -> tuple[list[list[str]], list[li
     return tokens, [word_ids_from_subwords(t, separator) for t in tokens]
 
 
+def _check_word_counts(bpe: PathLike, counts: Sequence[int], reference: PathLike) -> None:
+    expected = read_token_counts(reference)
+    if len(expected) != len(counts):
+        raise InputError(f"{reference}: {len(expected)} sentences but {bpe} has {len(counts)} lines")
+    for number, (got, want) in enumerate(zip(counts, expected, strict=True), start=1):
+        if got != want:
+            raise InputError(
+                f"{bpe}:{number}: {got} words once the sub-words are joined, but {reference}:{number} "
+                f"has {want} tokens; apply only BPE to the gold's tokens (no other tokeniser)"
+            )
+
+
 def read_alignment_set(
     src: PathLike,
     tgt: PathLike,
@@ -98,13 +110,22 @@ def read_alignment_set(
     reverse: bool = False,
     keep_out_of_range: bool = False,
     separator: str = "@@",
+    words: tuple[PathLike, PathLike] | None = None,
 ) -> AlignmentTestSet:
-    """Read the BPE'd texts and the gold file; InputError when they disagree on sentences or words."""
+    """Read the BPE'd texts and the gold file; InputError when they disagree on sentences or words.
+
+    ``words``: the (source, target) texts in the gold's own tokenisation (``<s snum=..>`` lines
+    allowed); every BPE'd line must then have exactly as many words as its gold sentence, which
+    catches a preprocessing chain that re-tokenises the gold text (a shifted link can still fall
+    inside the sentence, so the range check alone cannot).
+    """
     src_tokens, src_ids = _bpe_lines(src, separator)
     tgt_tokens, tgt_ids = _bpe_lines(tgt, separator)
     if len(src_tokens) != len(tgt_tokens):
         raise InputError(f"{src}: {len(src_tokens)} lines but {tgt} has {len(tgt_tokens)}")
     lengths = ([ids[-1] + 1 for ids in src_ids], [ids[-1] + 1 for ids in tgt_ids])
+    for bpe, counts, reference in zip((src, tgt), lengths, words or (), strict=False):
+        _check_word_counts(bpe, counts, reference)
     links = read_alignments(
         gold, fmt, one_based, reverse, lengths=lengths, keep_out_of_range=keep_out_of_range
     )

@@ -38,8 +38,10 @@ demo: $(STAMP)
 test: $(STAMP) system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m "slow or not slow" --durations=15
 
+# The linters' versions are pinned in pyproject.toml (dev extra); CI runs this before the tests.
 lint: $(STAMP)
 	$(BIN)/ruff check src tests workflow_scripts benchmarks
+	$(BIN)/ruff format --check src tests workflow_scripts benchmarks
 	$(BIN)/snakefmt --check Snakefile rules
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 

@@ -17,7 +17,12 @@ TOYWORLD = {
     "seed": 1234,
     "image_size": 64,
     **config.get("toyworld", {}),
-    "sizes": {"train": 20000, "valid": 500, "test": 500, **config.get("toyworld", {}).get("sizes", {})},
+    "sizes": {
+        "train": 20000,
+        "valid": 500,
+        "test": 500,
+        **config.get("toyworld", {}).get("sizes", {}),
+    },
 }
 DOWNLOADED_CORPORA = {
     name: corpus for name, corpus in CORPORA.items() if corpus["source"] != "toyworld"
@@ -84,7 +89,9 @@ def statistics_inputs():
     """Raw text of every configured corpus (all of toyworld's languages when it is one of them)."""
     files = []
     if len(DOWNLOADED_CORPORA) < len(CORPORA) or not CORPORA:
-        files += expand("data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS)
+        files += expand(
+            "data/toyworld/raw/{split}.{lang}", split=SPLITS, lang=TOY_LANGS
+        )
     for name in DOWNLOADED_CORPORA:
         files += raw_files(name)
     return files
@@ -97,6 +104,39 @@ def all_tables():
         tables.append("results/tables/preprocessing.md")
     tables += [f"results/tables/{name}.md" for name in config.get("experiments", {})]
     return tables
+
+
+# --- figures -----------------------------------------------------------------------------------
+# A study registers each figure it draws: results/figures/<study>/<name>.png, drawn by rule
+# `figure` (rules/report.smk) with `nmtvariants figure` from the long-format CSV beside it (the
+# study's own rule writes that CSV). The report waits for every registered figure.
+FIGURES = {}
+
+
+def register_figure(png, kind, **options):
+    """``register_figure("results/figures/yang2020/probe.png", "layers", title="...", y="acc")``:
+    ``kind`` is layers|bars|heatmap; ``options`` are the command's column options (x, y, group,
+    title, ylabel, row_index, ...)."""
+    FIGURES[png] = {"kind": kind, **options}
+
+
+def all_figures():
+    """Every registered figure; `rule report` depends on them."""
+    return sorted(FIGURES)
+
+
+def figure_arguments(wildcards):
+    """The `nmtvariants figure` options registered for this figure (register_figure in common.smk)."""
+    png = f"results/figures/{wildcards.study}/{wildcards.name}.png"
+    if png not in FIGURES:
+        raise ValueError(
+            f"{png}: no such figure registered (see register_figure in rules/common.smk)"
+        )
+    options = FIGURES[png]
+    args = []
+    for key, value in options.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    return shlex.join(args)
 
 
 # --- preprocess --------------------------------------------------------------------------------

@@ -17,9 +17,7 @@ for _name, _corpus in DOWNLOADED_CORPORA.items():
             mem_mb=2000,
             runtime=240,
         params:
-            source=" ".join(
-                shlex.quote(name) for name in as_list(_corpus["source"])
-            ),
+            source=" ".join(shlex.quote(name) for name in as_list(_corpus["source"])),
             dest=f"data/{_name}/raw",
             mirror=f"--mirror {config['mirror']}" if config.get("mirror") else "",
         shell:

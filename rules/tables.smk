@@ -17,6 +17,7 @@ rule data_statistics:
             category="Tables",
         ),
         csv="results/tables/data_statistics.csv",
+        provenance="results/tables/data_statistics.provenance.json",
     log:
         "logs/tables/data_statistics.log",
     conda:
@@ -35,6 +36,7 @@ rule preprocessing_table:
     output:
         md="results/tables/preprocessing.md",
         csv="results/tables/preprocessing.csv",
+        provenance="results/tables/preprocessing.provenance.json",
     log:
         "logs/tables/preprocessing.log",
     conda:
@@ -65,6 +67,7 @@ rule scores_table:
     output:
         md="results/tables/{experiment}.md",
         csv="results/tables/{experiment}.csv",
+        provenance="results/tables/{experiment}.provenance.json",
     log:
         "logs/tables/{experiment}.log",
     wildcard_constraints:

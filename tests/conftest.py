@@ -1,13 +1,13 @@
-"""Shared fixtures: paths to the repository and to the real offline data in ../shared/data."""
+"""Shared fixtures: the repository's path, and real data fetched as users fetch it (tests/data_sources.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +16,11 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The real-data mirror; tests that need it fail loudly (not skip) if it is missing."""
-    assert SHARED_DATA.is_dir(), f"real-data mirror not found at {SHARED_DATA}"
-    return SHARED_DATA
+def real_data() -> RealData:
+    """``real_data("wmt/en-de/newstest2014.de.gz", ...)`` -> a folder laid out like shared/data.
+
+    Each file comes through the download catalogue into a sha256-checked cache (``$NMTV_TEST_DATA``,
+    default ~/.cache/nmtvariants/test-data) from ``$NMTV_MIRROR``, ``../shared/data`` or upstream;
+    a file no source has fails the test with a message saying where it comes from.
+    """
+    return RealData.from_environment(REPO)

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.cli import main
 from nmtvariants.data.vocab import SPECIALS, Vocabulary
@@ -52,12 +53,14 @@ def translit_cli(*args: str, stdin: Path, stdout: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def multi30k(shared_data: Path, tmp_path_factory) -> dict[str, Path]:
+def multi30k(real_data: RealData, tmp_path_factory) -> dict[str, Path]:
     """2,000 real training lines of Multi30k EN and DE."""
     folder = tmp_path_factory.mktemp("multi30k")
     files = {}
     for lang in ("en", "de"):
-        with gzip.open(shared_data / f"multi30k/task1/raw/train.{lang}.gz", "rt", encoding="utf-8") as handle:
+        with gzip.open(
+            real_data.file(f"multi30k/task1/raw/train.{lang}.gz"), "rt", encoding="utf-8"
+        ) as handle:
             lines = [next(handle) for _ in range(2000)]
         files[lang] = folder / f"train.{lang}"
         files[lang].write_text("".join(lines), encoding="utf-8")
@@ -192,11 +195,11 @@ def test_bad_inputs_are_reported_with_file_and_line(learned, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def flores_en_ru(shared_data: Path, tmp_path_factory) -> dict[str, Path]:
+def flores_en_ru(real_data: RealData, tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("flores")
     files = {"en": folder / "train.en", "ru": folder / "train.ru"}
-    shutil.copy(shared_data / "flores200-devtest/eng_Latn.devtest", files["en"])
-    shutil.copy(shared_data / "flores200-devtest/rus_Cyrl.devtest", files["ru"])
+    shutil.copy(real_data.file("flores200-devtest/eng_Latn.devtest"), files["en"])
+    shutil.copy(real_data.file("flores200-devtest/rus_Cyrl.devtest"), files["ru"])
     return files
 
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines, write_lines
@@ -54,8 +55,11 @@ EDGE_CASES = [  # (source, target, reason or None)
 
 
 @pytest.fixture
-def corpus(shared_data: Path, tmp_path: Path) -> tuple[Path, Path, list[str], list[str]]:
-    tok = shared_data / "multi30k/task1/tok"
+def corpus(real_data: RealData, tmp_path: Path) -> tuple[Path, Path, list[str], list[str]]:
+    tok = (
+        real_data("multi30k/task1/tok/val.lc.norm.tok.en.gz", "multi30k/task1/tok/val.lc.norm.tok.de.gz")
+        / "multi30k/task1/tok"
+    )
     src = list(read_lines(tok / "val.lc.norm.tok.en.gz"))
     tgt = list(read_lines(tok / "val.lc.norm.tok.de.gz"))
     for index, (s, t, _) in enumerate(EDGE_CASES):

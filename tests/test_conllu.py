@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.errors import InputError
 from nmtvariants.syntax.conllu import format_sentence, make_sentence, read_conllu, write_conllu
@@ -15,8 +16,8 @@ PUD = "ud-pud/UD_English-PUD/en_pud-ud-test.conllu.gz"
 
 
 @pytest.fixture(scope="module")
-def pud(shared_data: Path) -> tuple[Path, str]:
-    path = shared_data / PUD
+def pud(real_data: RealData) -> tuple[Path, str]:
+    path = real_data.file(PUD)
     return path, gzip.decompress(path.read_bytes()).decode("utf-8")
 
 

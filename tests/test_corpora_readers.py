@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.cli import main
 from nmtvariants.corpora import multi30k
@@ -22,10 +23,21 @@ from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines
 
 HANSARDS = "alignments/en-fr-hansards-naacl2003"
+HANSARDS_FILES = [
+    f"{HANSARDS}/{name}"
+    for name in (
+        "test.e",
+        "test.f",
+        "test.align",
+        "trial.align",
+        "crossalign.enfr.talp",
+        "crossalign.test.en-fr",
+    )
+]
 
 
-def test_multi30k_extraction_line_counts(tmp_path: Path, shared_data: Path) -> None:
-    download_corpus("multi30k", tmp_path, mirror=str(shared_data))
+def test_multi30k_extraction_line_counts(tmp_path: Path, real_data: RealData) -> None:
+    download_corpus("multi30k", tmp_path, mirror=str(real_data.corpus("multi30k")))
     published = {
         "train": 29000,
         "valid": 1014,
@@ -44,7 +56,7 @@ def test_multi30k_extraction_line_counts(tmp_path: Path, shared_data: Path) -> N
     first_images = (tmp_path / "test_2016_flickr.images").read_text(encoding="utf-8").split("\n")[:2]
     assert (
         first_images
-        == (shared_data / "multi30k/task1/image_splits/test_2016_flickr.txt")
+        == (real_data.file("multi30k/task1/image_splits/test_2016_flickr.txt"))
         .read_text(encoding="utf-8")
         .split("\n")[:2]
     )
@@ -74,8 +86,16 @@ CONTRAWSD = [
 ]
 
 
-def test_wmt18_suite_reader_on_real_files(shared_data: Path) -> None:
-    lines = read_wmt18_suite(shared_data / "contrawsd/testsuite_wmt18")
+def test_wmt18_suite_reader_on_real_files(real_data: RealData) -> None:
+    lines = read_wmt18_suite(
+        real_data(
+            *(
+                f"contrawsd/testsuite_wmt18/de-en.wsd.task.{name}.gz"
+                for name in ("de", "en", "en.detok", "doc_ids.de")
+            )
+        )
+        / "contrawsd/testsuite_wmt18"
+    )
     assert len(lines) == 3249
     origins = {line.origin for line in lines}
     assert "doc_Books.de-en" in origins and "doc_EUbookshop.de-en" in origins
@@ -83,8 +103,8 @@ def test_wmt18_suite_reader_on_real_files(shared_data: Path) -> None:
     assert differing == 695  # README: the detokenized references differ on 695 lines
 
 
-def test_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
-    folder = shared_data / HANSARDS
+def test_hansards_gold_counts_and_formats_agree(real_data: RealData) -> None:
+    folder = real_data(*HANSARDS_FILES) / HANSARDS
     naacl = read_alignments(folder / "test.align", "berkeley")  # (French, English), 0-based
     talp = read_alignments(
         folder / "crossalign.enfr.talp", "talp", one_based=True, reverse=True
@@ -101,8 +121,8 @@ def test_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
     assert len(read_alignments(folder / "trial.align", "berkeley")) == 37
 
 
-def test_wpt_answer_format_equals_naacl_links(tmp_path: Path, shared_data: Path) -> None:
-    naacl = read_alignments(shared_data / HANSARDS / "test.align", "berkeley")[:20]
+def test_wpt_answer_format_equals_naacl_links(tmp_path: Path, real_data: RealData) -> None:
+    naacl = read_alignments(real_data.file(f"{HANSARDS}/test.align"), "berkeley")[:20]
     lines = []
     for snum, gold in enumerate(naacl, start=1):  # write the 2003 answer format by hand: 1-based, e first
         for f, e in sorted(gold.possible):
@@ -133,8 +153,11 @@ def test_wpt_numbering_padding_and_errors(tmp_path: Path) -> None:
         read_wpt(tmp_path / "bad.wa")
 
 
-def test_kftt_gold_out_of_range_links_as_documented(shared_data: Path) -> None:
-    folder = shared_data / "alignments/ja-en-kftt"
+def test_kftt_gold_out_of_range_links_as_documented(real_data: RealData) -> None:
+    folder = (
+        real_data("alignments/ja-en-kftt/jaen.talp", "alignments/ja-en-kftt/test.ja-en")
+        / "alignments/ja-en-kftt"
+    )
     gold = read_alignments(folder / "jaen.talp", "talp", one_based=False)
     pairs = read_bar_bitext(folder / "test.ja-en")
     assert len(gold) == len(pairs) == 582

@@ -9,8 +9,9 @@ import pandas as pd
 from nmtvariants.cli import main
 
 
-def test_data_stats_on_real_multi30k(tmp_path, shared_data):
-    raw = shared_data / "multi30k/task1/raw"
+def test_data_stats_on_real_multi30k(tmp_path, real_data):
+    names = [f"{split}.{lang}.gz" for split in ("val", "test_2016_flickr") for lang in ("en", "de")]
+    raw = real_data(*(f"multi30k/task1/raw/{name}" for name in names)) / "multi30k/task1/raw"
     files = []
     for split, name in [("valid", "val"), ("test", "test_2016_flickr")]:
         for lang in ("en", "de"):

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.cli import main
 from nmtvariants.corpora import multi30k
@@ -51,17 +52,18 @@ def serve() -> Iterator:
 
 
 @pytest.fixture
-def http_mirror(serve, shared_data: Path) -> str:
-    return serve(functools.partial(_Quiet, directory=str(shared_data)))
+def http_mirror(serve, real_data: RealData) -> str:
+    return serve(functools.partial(_Quiet, directory=str(real_data.corpus("wmt14/full:en-de"))))
 
 
-def test_local_folder_mirror_gives_multi30k_with_manifest(tmp_path: Path, shared_data: Path) -> None:
-    manifest = download_corpus("multi30k", tmp_path, mirror=str(shared_data))
-    assert all(s["source"].startswith(str(shared_data)) for s in manifest["sources"])
+def test_local_folder_mirror_gives_multi30k_with_manifest(tmp_path: Path, real_data: RealData) -> None:
+    mirror = real_data.corpus("multi30k")
+    manifest = download_corpus("multi30k", tmp_path, mirror=str(mirror))
+    assert all(s["source"].startswith(str(mirror)) for s in manifest["sources"])
     for name, entry in manifest["outputs"].items():
         assert entry["sha256"] == sha256_of(tmp_path / name)
     # independent read of the mirrored gzip file with the gzip module
-    with gzip.open(shared_data / "multi30k/task1/raw/val.de.gz", "rt", encoding="utf-8") as handle:
+    with gzip.open(real_data.file("multi30k/task1/raw/val.de.gz"), "rt", encoding="utf-8") as handle:
         assert (tmp_path / "valid.de").read_text(encoding="utf-8") == handle.read()
     assert multi30k.check_parallel(tmp_path) == multi30k.LINES
 
@@ -75,12 +77,13 @@ def test_url_prefix_mirror_uses_the_mirrored_plain_text(tmp_path: Path, http_mir
     assert (tmp_path / MANIFEST).exists()
 
 
-def test_sha256_mismatch_is_rejected_with_expected_and_actual(tmp_path: Path, shared_data: Path) -> None:
+def test_sha256_mismatch_is_rejected_with_expected_and_actual(tmp_path: Path, real_data: RealData) -> None:
     path = "multi30k/task1/image_splits/val.txt"
-    actual = hashlib.sha256((shared_data / path).read_bytes()).hexdigest()
+    mirror = real_data(path)
+    actual = hashlib.sha256((mirror / path).read_bytes()).hexdigest()
     remote = RemoteFile("val.images.txt", mirror=path, sha256="0" * 64)
     with pytest.raises(InputError) as error:
-        fetch(remote, tmp_path, mirror=str(shared_data), mirror_only=True)
+        fetch(remote, tmp_path, mirror=str(mirror), mirror_only=True)
     message = str(error.value)
     assert "val.images.txt" in message and "0" * 64 in message and actual in message
     assert list(tmp_path.iterdir()) == []  # nothing left behind, not even a partial file
@@ -94,10 +97,10 @@ def _single_file_corpus(name: str, mirror_path: str, fmt: str = "text", member: 
     )
 
 
-def test_truncated_gz_is_detected_and_nothing_is_extracted(tmp_path: Path, shared_data: Path) -> None:
+def test_truncated_gz_is_detected_and_nothing_is_extracted(tmp_path: Path, real_data: RealData) -> None:
     mirror = tmp_path / "mirror"
     mirror.mkdir()
-    data = (shared_data / "multi30k/task1/raw/val.en.gz").read_bytes()
+    data = (real_data.file("multi30k/task1/raw/val.en.gz")).read_bytes()
     (mirror / "val.en.gz").write_bytes(data[: len(data) // 2])
     dest = tmp_path / "dest"
     with pytest.raises(InputError, match="truncated or corrupt gz"):
@@ -106,11 +109,11 @@ def test_truncated_gz_is_detected_and_nothing_is_extracted(tmp_path: Path, share
     assert list((dest / "downloads").iterdir()) == []
 
 
-def test_truncated_tgz_is_detected_and_nothing_is_extracted(tmp_path: Path, shared_data: Path) -> None:
+def test_truncated_tgz_is_detected_and_nothing_is_extracted(tmp_path: Path, real_data: RealData) -> None:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        archive.add(shared_data / "kftt/orig/kyoto-dev.en", arcname="kftt/kyoto-dev.en")
-        archive.add(shared_data / "kftt/orig/kyoto-test.en", arcname="kftt/kyoto-test.en")
+        archive.add(real_data.file("kftt/orig/kyoto-dev.en"), arcname="kftt/kyoto-dev.en")
+        archive.add(real_data.file("kftt/orig/kyoto-test.en"), arcname="kftt/kyoto-test.en")
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     whole = buffer.getvalue()
@@ -150,8 +153,8 @@ def _flaky_handler(
     return Flaky
 
 
-def test_retries_with_bounded_exponential_backoff(tmp_path: Path, serve, shared_data: Path) -> None:
-    payload = (shared_data / "multi30k/task1/pairs").read_bytes()
+def test_retries_with_bounded_exponential_backoff(tmp_path: Path, serve, real_data: RealData) -> None:
+    payload = (real_data.file("multi30k/task1/pairs")).read_bytes()
     times: list[float] = []
     url = serve(_flaky_handler(payload, failures=2, times=times)) + "/pairs"
     remote = RemoteFile("pairs", (url,), sha256=hashlib.sha256(payload).hexdigest())
@@ -173,43 +176,48 @@ def test_retries_are_bounded(tmp_path: Path, serve) -> None:
     assert str(error.value).count("HTTP 503") == 3
 
 
-def test_mirror_is_tried_before_upstream(tmp_path: Path, serve, shared_data: Path) -> None:
-    upstream = serve(functools.partial(_Quiet, directory=str(shared_data / "kftt/orig")))
+def test_mirror_is_tried_before_upstream(tmp_path: Path, serve, real_data: RealData) -> None:
+    mirror = real_data("kftt/orig/kyoto-dev.en")
+    upstream = serve(functools.partial(_Quiet, directory=str(mirror / "kftt/orig")))
     remote = RemoteFile(
         "kyoto-dev.en", (f"{upstream}/kyoto-dev.en",), mirror="not/in/the/mirror/kyoto-dev.en"
     )
-    result = fetch(remote, tmp_path, mirror=str(shared_data))
+    result = fetch(remote, tmp_path / "downloads", mirror=str(mirror))
     assert [a.source for a in result.attempts] == [
-        str(shared_data / "not/in/the/mirror/kyoto-dev.en"),
+        str(mirror / "not/in/the/mirror/kyoto-dev.en"),
         f"{upstream}/kyoto-dev.en",
     ]
     assert result.attempts[0].outcome == "not found" and result.source == f"{upstream}/kyoto-dev.en"
 
 
-def test_unreachable_upstream_error_names_mirror_and_upstream(tmp_path: Path, shared_data: Path) -> None:
+def test_unreachable_upstream_error_names_mirror_and_upstream(tmp_path: Path) -> None:
     # sacreBLEU's filtered wmt14 (2737 lines) is not mirrored; upstream cannot be reached here
+    mirror = tmp_path / "mirror"
     with pytest.raises(MissingResourceError) as error:
-        download_corpus("wmt14:en-de", tmp_path, mirror=str(shared_data), retries=1, timeout=5)
+        download_corpus("wmt14:en-de", tmp_path / "dest", mirror=str(mirror), retries=1, timeout=5)
     message = str(error.value)
-    assert f"mirror {shared_data}" in message
+    assert f"mirror {mirror}" in message
     assert "https://statmt.org/wmt14/test-filtered.tgz" in message
 
 
-def test_registration_gated_corpus_says_where_to_get_and_put_it(tmp_path: Path, shared_data: Path) -> None:
+def test_registration_gated_corpus_says_where_to_get_and_put_it(tmp_path: Path) -> None:
     with pytest.raises(MissingResourceError) as error:
-        download_corpus("rwth_deen_align", tmp_path, mirror=str(shared_data))
+        download_corpus("rwth_deen_align", tmp_path, mirror=str(tmp_path / "mirror"))
     message = str(error.value)
     assert "https://www-i6.informatik.rwth-aachen.de/goldAlignment/" in message
     assert str(tmp_path / "downloads" / "DeEnGoldAlignment.tar.gz") in message
 
 
-def test_cli_download_and_list(tmp_path: Path, shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_download_and_list(
+    tmp_path: Path, real_data: RealData, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["download", "--list"]) == 0
     listing = capsys.readouterr().out
     for name in ("multi30k", "wmt14:en-de", "wmt14/full:en-de", "europarl_v7_csen", "aspec_enja"):
         assert f"\n{name} " in "\n" + listing
     dest = tmp_path / "ali"
-    assert main(["download", "hansards_enfr_align", "--dest", str(dest), "--mirror", str(shared_data)]) == 0
+    mirror = real_data.corpus("hansards_enfr_align")
+    assert main(["download", "hansards_enfr_align", "--dest", str(dest), "--mirror", str(mirror)]) == 0
     assert len((dest / "test.align").read_text(encoding="utf-8").splitlines()) == 447
     assert main(["download", "czeng", "--dest", str(dest)]) == 2
     assert "unknown corpus 'czeng'" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from data_sources import RealData
 
 from nmtvariants.cli import main
 from nmtvariants.corpora.alignments import (
@@ -29,8 +30,10 @@ from nmtvariants.evaluation.alignment import (
 from nmtvariants.fileio import write_lines
 
 
-def hansards(shared_data: Path) -> Path:
-    return shared_data / "alignments" / "en-fr-hansards-naacl2003"
+def hansards(real_data: RealData) -> Path:
+    folder = "alignments/en-fr-hansards-naacl2003"
+    names = ("test.e", "test.f", "test.align", "trial.align", "crossalign.enfr.talp", "crossalign.test.en-fr")
+    return real_data(*(f"{folder}/{name}" for name in names)) / folder
 
 
 def test_aer_hand_example_follows_the_definition() -> None:
@@ -64,8 +67,8 @@ def test_link_formats() -> None:
         parse_links("1p2", where="x:7")
 
 
-def test_real_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
-    folder = hansards(shared_data)
+def test_real_hansards_gold_counts_and_formats_agree(real_data: RealData) -> None:
+    folder = hansards(real_data)
     # Berkeley copy: 0-based French-English; Cross-Align copy: 1-based English-French (talp)
     berkeley = read_alignments(folder / "test.align", "berkeley", reverse=True)
     talp = read_alignments(folder / "crossalign.enfr.talp", "talp", one_based=True)
@@ -76,8 +79,8 @@ def test_real_hansards_gold_counts_and_formats_agree(shared_data: Path) -> None:
     assert sum(len(g.possible) for g in talp) == 17438
 
 
-def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_path: Path) -> None:
-    gold = read_alignments(hansards(shared_data) / "crossalign.enfr.talp", "talp", one_based=True)
+def test_real_hansards_gold_against_itself_has_aer_zero(real_data: RealData, tmp_path: Path) -> None:
+    gold = read_alignments(hansards(real_data) / "crossalign.enfr.talp", "talp", one_based=True)
     assert alignment_error_rate([g.sure for g in gold], gold)["aer"] == 0.0
     assert alignment_error_rate([g.possible for g in gold], gold)["aer"] == 0.0
     # dropping every other sure link: precision stays 1, recall falls, AER by the formula
@@ -87,11 +90,11 @@ def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_p
     assert alignment_error_rate(half, gold)["aer"] == pytest.approx(1 - (a + a) / (a + s))
     # through the CLI with a Pharaoh hypothesis file
     write_pharaoh(tmp_path / "hyp", [g.sure for g in gold])
-    main(
+    code = main(
         [
             "aer",
             "--gold",
-            str(hansards(shared_data) / "crossalign.enfr.talp"),
+            str(hansards(real_data) / "crossalign.enfr.talp"),
             "--format",
             "talp",
             "--one-based",
@@ -101,12 +104,13 @@ def test_real_hansards_gold_against_itself_has_aer_zero(shared_data: Path, tmp_p
             str(tmp_path / "aer.json"),
         ]
     )
+    assert code == 0
     assert json.loads((tmp_path / "aer.json").read_text())["aer"] == 0.0
 
 
-def test_naacl_wpt_format(shared_data: Path, tmp_path: Path) -> None:
+def test_naacl_wpt_format(real_data: RealData, tmp_path: Path) -> None:
     """Write the gold in the original WPT layout (1-based, NULL = 0, S/P) and read it back."""
-    gold = read_alignments(hansards(shared_data) / "crossalign.enfr.talp", "talp", one_based=True)
+    gold = read_alignments(hansards(real_data) / "crossalign.enfr.talp", "talp", one_based=True)
     lines = []
     for k, g in enumerate(gold, start=1):
         lines.append(f"{k:04d} 0 1 S")  # a NULL link: must be ignored
@@ -119,8 +123,10 @@ def test_naacl_wpt_format(shared_data: Path, tmp_path: Path) -> None:
         read_alignments(tmp_path / "bad.wa", "hansards")
 
 
-def test_real_kftt_gold(shared_data: Path, caplog: pytest.LogCaptureFixture) -> None:
-    folder = shared_data / "alignments" / "ja-en-kftt"
+def test_real_kftt_gold(real_data: RealData, caplog: pytest.LogCaptureFixture) -> None:
+    folder = real_data("alignments/ja-en-kftt/jaen.talp", "alignments/ja-en-kftt/test.ja-en") / (
+        "alignments/ja-en-kftt"
+    )
     # KFTT's talp copy is 0-based (index 0 occurs): read as talp's defined 1-based it is refused
     with pytest.raises(InputError, match=r"jaen.talp:1: link '0-1' has index 0 .* pass --zero-based"):
         read_alignments(folder / "jaen.talp", "talp")
@@ -139,10 +145,10 @@ def test_real_kftt_gold(shared_data: Path, caplog: pytest.LogCaptureFixture) -> 
 
 
 def test_talp_implies_one_based_and_the_aer_command_agrees_with_the_berkeley_copy(
-    shared_data: Path, tmp_path: Path
+    real_data: RealData, tmp_path: Path
 ) -> None:
     """Issue 12: ``aer --format talp`` without --one-based read the 1-based file as 0-based."""
-    folder = hansards(shared_data)
+    folder = hansards(real_data)
     berkeley = read_alignments(folder / "test.align", "berkeley", reverse=True)  # (English, French)
     assert read_alignments(folder / "crossalign.enfr.talp", "talp") == berkeley
     assert parse_links("1-2 3p4", "talp") == parse_links("0-1 2?3")

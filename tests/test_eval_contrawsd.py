@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.cli import main
 from nmtvariants.errors import InputError
@@ -191,14 +192,22 @@ def test_expansion_order_matches_upstream_json_to_plaintext(tmp_path: Path) -> N
 
 
 @pytest.fixture(scope="module")
-def real_testset(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+def real_testset(real_data: RealData, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     """A ContraWSD-layout file built from the real WMT18 test-suite sources and references.
 
     The upstream contrastive JSON is not mirrored, so contrastives are the reference with one word
     replaced, the category is the sentence's origin corpus, and frequencies are synthetic; the point
     is real text (quotes, umlauts, long lines) and a realistic size going through the whole path.
     """
-    folder = shared_data / "contrawsd" / "testsuite_wmt18"
+    folder = (
+        real_data(
+            *(
+                f"contrawsd/testsuite_wmt18/de-en.wsd.task.{name}.gz"
+                for name in ("de", "en", "en.detok", "doc_ids.de")
+            )
+        )
+        / "contrawsd/testsuite_wmt18"
+    )
     sources = list(read_lines(folder / "de-en.wsd.task.de.gz"))
     refs = list(read_lines(folder / "de-en.wsd.task.en.gz"))
     origins = [
@@ -266,7 +275,7 @@ def test_score_count_mismatch_and_bad_lines(tmp_path: Path) -> None:
 
 def test_cli_expand_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_json(tmp_path / "t.json", HAND)
-    main(
+    code = main(
         [
             "contrawsd-expand",
             "--json",
@@ -277,8 +286,9 @@ def test_cli_expand_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             str(tmp_path / "c"),
         ]
     )
+    assert code == 0
     (tmp_path / "scores").write_text("".join(f"{s}\n" for s in HAND_SCORES))
-    main(
+    code = main(
         [
             "contrawsd",
             "--json",
@@ -291,5 +301,6 @@ def test_cli_expand_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             str(tmp_path / "r.csv"),
         ]
     )
+    assert code == 0
     assert "total : 2 4 0.5" in capsys.readouterr().out
     assert (tmp_path / "r.csv").read_text().startswith("category,absfrequency,relfrequency,accuracy\n")

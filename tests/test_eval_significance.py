@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_sources import RealData
 from sacrebleu.metrics import BLEU
 
 from nmtvariants.cli import main
@@ -18,9 +19,9 @@ from nmtvariants.fileio import read_lines, write_lines
 
 
 @pytest.fixture(scope="module")
-def systems(shared_data: Path) -> tuple[list[str], list[str], list[str]]:
+def systems(real_data: RealData) -> tuple[list[str], list[str], list[str]]:
     """Real references; a good system (most lines right) and a poor one (half the words dropped)."""
-    refs = list(read_lines(shared_data / "wmt" / "en-de" / "newstest2014.de.gz"))[:120]
+    refs = list(read_lines(real_data.file("wmt/en-de/newstest2014.de.gz")))[:120]
     rng = random.Random(7)
     good = [line if i % 4 else " ".join(line.split()[:-3]) for i, line in enumerate(refs)]
     poor = [" ".join(w for w in line.split() if rng.random() < 0.5) for line in refs]
@@ -97,7 +98,7 @@ def test_cli_significance(tmp_path: Path, systems: tuple[list[str], list[str], l
     for name, lines in (("ref", refs), ("base", poor), ("sys", good)):
         write_lines(tmp_path / name, lines)
     out = tmp_path / "sig.json"
-    main(
+    code = main(
         [
             "significance",
             "--baseline",
@@ -114,6 +115,7 @@ def test_cli_significance(tmp_path: Path, systems: tuple[list[str], list[str], l
             "200",
         ]
     )
+    assert code == 0
     record = json.loads(out.read_text())
     assert record["metrics"]["bleu"]["p_value"] < 0.05
     assert record["systems"] == ["base", "sys"]

@@ -107,7 +107,7 @@ def test_files_and_cli(tmp_path: Path) -> None:
     write_lines(tmp_path / "rev", ["0-0 2-2 3-2", "0-0", "0-0"])
     assert symmetrize_files(tmp_path / "fwd", tmp_path / "rev", tmp_path / "out") == 3
     assert list(read_lines(tmp_path / "out")) == ["0-0 1-1 2-2 3-2", "0-0 4-5", "0-0"]
-    main(
+    code = main(
         [
             "symmetrize",
             "--fwd",
@@ -120,6 +120,7 @@ def test_files_and_cli(tmp_path: Path) -> None:
             "grow-diag-final",
         ]
     )
+    assert code == 0
     assert next(iter(read_lines(tmp_path / "cli"))) == "0-0 0-3 1-1 2-2 3-2"
     write_lines(tmp_path / "short", ["0-0"])
     with pytest.raises(InputError, match=r"1 lines but .*fwd has 3"):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.evaluation.tokenized_bleu import atat_split, multi_bleu, t2t_preprocess, tokenized_bleu
 from nmtvariants.fileio import read_lines
@@ -59,8 +59,8 @@ def test_preprocessing_tokenises_without_aggressive_hyphens_then_splits() -> Non
     assert out.endswith(" .")
 
 
-def test_multi_bleu_equals_naive_implementation_on_real_sentences(shared_data: Path) -> None:
-    ref = list(read_lines(shared_data / "wmt" / "en-de" / "newstest2014.de.gz"))[:200]
+def test_multi_bleu_equals_naive_implementation_on_real_sentences(real_data: RealData) -> None:
+    ref = list(read_lines(real_data.file("wmt/en-de/newstest2014.de.gz")))[:200]
     ref2 = [line.replace(" und ", " sowie ") for line in ref]
     hyp = [
         " ".join(reversed(line.split()[:3])) + " " + " ".join(line.split()[3:-1]) if i % 4 else line

@@ -10,6 +10,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.corpora.catalogue import Extract
 from nmtvariants.corpora.extract import extract_lines, open_members, verify_integrity
@@ -17,8 +18,8 @@ from nmtvariants.corpora.formats import decode_entities, read_file, read_stream
 from nmtvariants.errors import InputError
 
 
-def _real_lines(shared_data: Path, path: str) -> list[str]:
-    with gzip.open(shared_data / path, "rt", encoding="utf-8") as handle:
+def _real_lines(real_data: RealData, path: str) -> list[str]:
+    with gzip.open(real_data.file(path), "rt", encoding="utf-8") as handle:
         return handle.read().split("\n")[:-1]
 
 
@@ -35,18 +36,18 @@ def _sgml(lines: list[str], *, escaped: bool) -> str:
 
 
 @pytest.mark.parametrize("path", ["wmt/en-de/newstest2014.en.gz", "wmt/en-de/newstest2014.de.gz"])
-def test_sgml_reader_on_real_newstest2014_full(tmp_path: Path, shared_data: Path, path: str) -> None:
-    lines = _real_lines(shared_data, path)
+def test_sgml_reader_on_real_newstest2014_full(tmp_path: Path, real_data: RealData, path: str) -> None:
+    lines = _real_lines(real_data, path)
     assert len(lines) == 3003  # published size of the full newstest2014 (sacreBLEU wmt14/full)
     sgm = tmp_path / "newstest2014.sgm"
     sgm.write_text(_sgml(lines, escaped=True), encoding="utf-8")
     assert read_file(sgm, "sgml") == [" ".join(line.split()) for line in lines]
 
 
-def test_sgml_reader_matches_sacrebleu_extraction(tmp_path: Path, shared_data: Path) -> None:
+def test_sgml_reader_matches_sacrebleu_extraction(tmp_path: Path, real_data: RealData) -> None:
     from sacrebleu.dataset.fake_sgml import FakeSGMLDataset
 
-    lines = _real_lines(shared_data, "wmt/newstest2013/newstest2013.ru.gz")
+    lines = _real_lines(real_data, "wmt/newstest2013/newstest2013.ru.gz")
     sgm = tmp_path / "newstest2013.sgm"
     sgm.write_text(_sgml(lines, escaped=False), encoding="utf-8")  # raw text, as WMT ships it
     reference = tmp_path / "sacrebleu.txt"
@@ -133,9 +134,9 @@ def test_text_reader_reports_bad_utf8_with_line(tmp_path: Path) -> None:
     assert read_file(bad, "latin1") == ["gut", "Bär"]
 
 
-def test_archive_members_gz_in_tar_zip_and_globs(tmp_path: Path, shared_data: Path) -> None:
-    en = (shared_data / "wmt/newstest2013/newstest2013.en.gz").read_bytes()
-    fr = gzip.decompress((shared_data / "wmt/newstest2013/newstest2013.fr.gz").read_bytes())
+def test_archive_members_gz_in_tar_zip_and_globs(tmp_path: Path, real_data: RealData) -> None:
+    en = (real_data.file("wmt/newstest2013/newstest2013.en.gz")).read_bytes()
+    fr = gzip.decompress((real_data.file("wmt/newstest2013/newstest2013.fr.gz")).read_bytes())
     tar_path = tmp_path / "bundle.tar"
     with tarfile.open(tar_path, "w") as archive:
         for name, data in (("dir/giga.en.gz", en), ("dir/part_fr.txt", fr)):

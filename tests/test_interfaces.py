@@ -51,3 +51,41 @@ def test_aux_losses_record_only_while_active_and_accumulate():
     terms = losses.take()
     assert float(terms["lisa"][0]) == 3.0 and terms["lisa"][1] == 0.5
     assert losses.take() == {}
+
+
+class LabelEmbeddingSum(torch.nn.Module):
+    """S&H-style input feature: a label embedding added to the scaled word embedding."""
+
+    def __init__(self, labels: int, d: int):
+        super().__init__()
+        self.table = torch.nn.Embedding(labels, d)
+
+    def forward(self, embedded, tokens, aux):
+        labels = aux["labels"].clamp(min=0)  # AUX_PAD at padding -> any row; padding is masked later
+        return embedded + self.table(labels)
+
+
+def test_embedding_seam_sits_between_scaling_and_positions():
+    from nmtvariants.models import build_model, model_config
+    from nmtvariants.models.embeddings import sinusoidal_positions
+
+    torch.manual_seed(0)
+    cfg = model_config("tiny", overrides={"d_model": 16, "n_heads": 2, "d_ff": 32}, variant={})
+    model = build_model(cfg, vocab_size=20).eval()
+    feature = LabelEmbeddingSum(3, 16)
+    model.src_embed.feature_transform = feature
+    tokens = torch.tensor([[5, 6, 7, 2]])
+    labels = torch.tensor([[0, 2, 1, 1]])
+    got = model.src_embed(tokens, aux={"labels": labels})
+    expected = (
+        model.src_embed.table.weight[tokens].double() * 4.0
+        + feature.table.weight[labels].double()
+        + sinusoidal_positions(4, 16).double()
+    )
+    torch.testing.assert_close(got.double(), expected, rtol=1e-6, atol=1e-6)
+    # the encoder hands the batch's aux to the seam: different labels, different memory
+    other = model.encode(tokens, {"labels": torch.tensor([[1, 1, 1, 1]])}).states
+    torch.testing.assert_close(
+        model.encode(tokens, {"labels": labels}).states, model.encode(tokens, {"labels": labels}).states
+    )
+    assert not torch.allclose(model.encode(tokens, {"labels": labels}).states, other)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from data_sources import RealData
 from torch import nn
 
 from nmtvariants.analysis.decoder_modules import decoder_module_names
@@ -313,9 +314,11 @@ def test_batched_alignments_equal_a_per_sentence_run() -> None:
 
 
 # ---------------------------------------------------------------- the test set reader on real gold
-def test_alignment_set_on_the_hansards_gold(shared_data: Path, tmp_path: Path) -> None:
+def test_alignment_set_on_the_hansards_gold(real_data: RealData, tmp_path: Path) -> None:
     """English-French Hansards: BPE'd text (here: every word over 6 letters split once), talp gold."""
-    folder = shared_data / "alignments" / "en-fr-hansards-naacl2003"
+    hansards = "alignments/en-fr-hansards-naacl2003"
+    names = ("test.e", "test.f", "test.align", "crossalign.enfr.talp")
+    folder = real_data(*(f"{hansards}/{name}" for name in names)) / hansards
     english = read_snum_sentences(folder / "test.e")
     french = read_snum_sentences(folder / "test.f")
 

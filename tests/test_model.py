@@ -166,7 +166,11 @@ def test_sdpa_path_equals_explicit_softmax_path():
     pads = src.eq(PAD_ID)[:, None, None, :].expand_as(weights)
     assert torch.all(weights[pads] == 0)
     cross = rec["decoder.layers.1.cross.weights"][0]
-    assert torch.all(cross.triu(1)[..., : tgt.size(1)].ge(0))
+    assert cross.shape == (3, 4, tgt.size(1), src.size(1))
+    torch.testing.assert_close(cross.sum(-1), torch.ones(cross.shape[:-1]))
+    assert torch.all(cross[src.eq(PAD_ID)[:, None, None, :].expand_as(cross)] == 0)  # source pads
+    # cross-attention is not causal: the first target position sees the later source words too
+    assert torch.all(cross[..., 0, 1:].sum(-1) > 1e-3)
     self_weights = rec["decoder.layers.0.self.weights"][0]
     assert torch.all(self_weights.triu(1) == 0)  # causal
 

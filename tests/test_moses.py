@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.fileio import read_lines
 from nmtvariants.text.moses import Detokenizer, Normalizer, NormalizeTokenize, Tokenizer
@@ -28,13 +29,13 @@ def sacremoses_cli(lang: str, lines: list[str], *commands: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def newstest_en(shared_data: Path) -> list[str]:
-    return list(read_lines(shared_data / "wmt/en-de/newstest2014.en.gz"))[:400]
+def newstest_en(real_data: RealData) -> list[str]:
+    return list(read_lines(real_data.file("wmt/en-de/newstest2014.en.gz")))[:400]
 
 
 @pytest.fixture(scope="module")
-def newstest_de(shared_data: Path) -> list[str]:
-    return list(read_lines(shared_data / "wmt/en-de/newstest2014.de.gz"))[:400]
+def newstest_de(real_data: RealData) -> list[str]:
+    return list(read_lines(real_data.file("wmt/en-de/newstest2014.de.gz")))[:400]
 
 
 @pytest.mark.parametrize("aggressive", [False, True])

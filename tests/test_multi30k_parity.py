@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.fileio import read_lines
 from nmtvariants.text.moses import NormalizeTokenize
@@ -28,6 +29,12 @@ SPLITS = {
 CASES = [(split, lang) for split, langs in SPLITS.items() for lang in langs.split()]
 
 
+def task1(real_data: RealData, split: str, lang: str) -> Path:
+    """The Multi30k task1 folder with the raw and the upstream-tokenised file of one split."""
+    raw, tok = f"raw/{split}.{lang}.gz", f"tok/{split}.lc.norm.tok.{lang}.gz"
+    return real_data(f"multi30k/task1/{raw}", f"multi30k/task1/{tok}") / "multi30k/task1"
+
+
 def parity(task1: Path, split: str, lang: str) -> tuple[int, int, list[tuple[str, str]]]:
     raw = list(read_lines(task1 / "raw" / f"{split}.{lang}.gz"))
     reference = list(read_lines(task1 / "tok" / f"{split}.lc.norm.tok.{lang}.gz"))
@@ -38,8 +45,8 @@ def parity(task1: Path, split: str, lang: str) -> tuple[int, int, list[tuple[str
 
 
 @pytest.mark.parametrize(("split", "lang"), [c for c in CASES if c[0] != "train"])
-def test_multi30k_dev_and_test_splits_match_moses(shared_data: Path, split: str, lang: str) -> None:
-    same, total, differing = parity(shared_data / "multi30k" / "task1", split, lang)
+def test_multi30k_dev_and_test_splits_match_moses(real_data: RealData, split: str, lang: str) -> None:
+    same, total, differing = parity(task1(real_data, split, lang), split, lang)
     assert same / total >= 0.99, differing[:3]
     if not split.startswith("test_2018"):
         assert differing == [], differing[:3]
@@ -47,17 +54,17 @@ def test_multi30k_dev_and_test_splits_match_moses(shared_data: Path, split: str,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", SPLITS["train"].split())
-def test_multi30k_train_matches_moses_exactly(shared_data: Path, lang: str) -> None:
-    _, total, differing = parity(shared_data / "multi30k" / "task1", "train", lang)
+def test_multi30k_train_matches_moses_exactly(real_data: RealData, lang: str) -> None:
+    _, total, differing = parity(task1(real_data, "train", lang), "train", lang)
     assert total == 29000
     assert differing == [], differing[:3]
 
 
-def test_without_line_end_parity_german_quotes_differ(shared_data: Path) -> None:
+def test_without_line_end_parity_german_quotes_differ(real_data: RealData) -> None:
     """The newline we feed the normaliser is what moves a final ``."`` to ``".`` as perl does."""
     from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
-    raw = next(line for line in read_lines(shared_data / "multi30k/task1/raw/val.de.gz") if "tea.“" in line)
+    raw = next(line for line in read_lines(real_data.file("multi30k/task1/raw/val.de.gz")) if "tea.“" in line)
     plain = MosesTokenizer("de").tokenize(
         MosesPunctNormalizer("de", perl_parity=True).normalize(raw.lower()), return_str=True
     )
@@ -65,6 +72,6 @@ def test_without_line_end_parity_german_quotes_differ(shared_data: Path) -> None
     assert plain.endswith("tea . &quot;")
     assert ours.endswith("tea &quot; .")
     # ... and ours is what the upstream val file (produced by the perl scripts) contains.
-    reference = list(read_lines(shared_data / "multi30k/task1/tok/val.lc.norm.tok.de.gz"))
+    reference = list(read_lines(real_data.file("multi30k/task1/tok/val.lc.norm.tok.de.gz")))
     assert ours in reference
     assert plain not in reference

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import pytest
+from data_sources import RealData
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
@@ -43,9 +43,9 @@ def naive_unbpe(line: str) -> str:
     return " ".join(words)
 
 
-def test_remove_bpe_inverts_subword_nmt(shared_data: Path) -> None:
+def test_remove_bpe_inverts_subword_nmt(real_data: RealData) -> None:
     tokenizer = Tokenizer("de")
-    lines = [tokenizer(line) for line in read_lines(shared_data / "multi30k/task1/raw/val.de.gz")]
+    lines = [tokenizer(line) for line in read_lines(real_data.file("multi30k/task1/raw/val.de.gz"))]
     bpe = learned_bpe(lines, 400)
     segmented = [bpe.process_line(line) for line in lines]
     assert sum("@@ " in line for line in segmented) > 500
@@ -124,9 +124,9 @@ ROUNDTRIP_CASES = [
 
 
 @pytest.mark.parametrize(("name", "with_bpe"), ROUNDTRIP_CASES)
-def test_roundtrip_at_least_98_percent(shared_data: Path, name: str, with_bpe: bool) -> None:
+def test_roundtrip_at_least_98_percent(real_data: RealData, name: str, with_bpe: bool) -> None:
     path, lang = ROUNDTRIP_SETS[name]
-    lines = list(read_lines(shared_data / path))
+    lines = list(read_lines(real_data.file(path)))
     bpe = None
     if with_bpe:
         tokenizer = Tokenizer(lang)
@@ -146,8 +146,8 @@ def test_roundtrip_at_least_98_percent(shared_data: Path, name: str, with_bpe: b
     assert report["end_to_end"]["stages"].get("normalize", 0) <= report["normalization_changed_lines"]
 
 
-def test_roundtrip_normalization_classes_on_german_news(shared_data: Path) -> None:
-    lines = list(read_lines(shared_data / "wmt/en-de/newstest2014.de.gz"))[:600]
+def test_roundtrip_normalization_classes_on_german_news(real_data: RealData) -> None:
+    lines = list(read_lines(real_data.file("wmt/en-de/newstest2014.de.gz")))[:600]
     report = roundtrip_report(lines, "de")
     end_to_end = report["end_to_end"]
     # German news uses „…“ quotes, which normalisation maps to '"' for good.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pickle
 import sys
-from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.errors import ConfigError, MissingResourceError
 from nmtvariants.fileio import read_lines
@@ -36,14 +36,14 @@ def _check(lines: list[str], segmenter: Segmenter, lang: str) -> None:
     assert exact_chain >= 0.95 * no_spaces
 
 
-def test_japanese_mecab_on_kftt(shared_data: Path) -> None:
-    lines = list(read_lines(shared_data / "kftt/orig/kyoto-test.ja"))[:200]
+def test_japanese_mecab_on_kftt(real_data: RealData) -> None:
+    lines = list(read_lines(real_data.file("kftt/orig/kyoto-test.ja")))[:200]
     _check(lines, Segmenter("ja"), "ja")
 
 
 @pytest.mark.parametrize("method", ["jieba", "chars"])
-def test_chinese_on_flores(shared_data: Path, method: str) -> None:
-    lines = list(read_lines(shared_data / "flores200-devtest/zho_Hans.devtest"))[:200]
+def test_chinese_on_flores(real_data: RealData, method: str) -> None:
+    lines = list(read_lines(real_data.file("flores200-devtest/zho_Hans.devtest")))[:200]
     _check(lines, Segmenter("zh", method), "zh")
 
 
@@ -51,8 +51,8 @@ def test_chars_keeps_latin_runs() -> None:
     assert Segmenter("zh", "chars")("我用iPhone 12拍照。") == "我 用 iPhone 12 拍 照 。"
 
 
-def test_segmenter_in_worker_processes(shared_data: Path) -> None:
-    lines = list(read_lines(shared_data / "kftt/orig/kyoto-test.ja"))[:300]
+def test_segmenter_in_worker_processes(real_data: RealData) -> None:
+    lines = list(read_lines(real_data.file("kftt/orig/kyoto-test.ja")))[:300]
     segmenter = Segmenter("ja")
     assert list(map_lines(segmenter, lines, processes=2, chunk_lines=40)) == [segmenter(x) for x in lines]
     assert pickle.loads(pickle.dumps(segmenter))(lines[0]) == segmenter(lines[0])

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe
 
@@ -17,8 +18,8 @@ from nmtvariants.text.truecase import Truecaser, train_truecaser
 
 
 @pytest.fixture(scope="module")
-def raw(shared_data: Path) -> list[str]:
-    lines = list(read_lines(shared_data / "wmt/en-de/newstest2014.en.gz"))[:1500]
+def raw(real_data: RealData) -> list[str]:
+    lines = list(read_lines(real_data.file("wmt/en-de/newstest2014.en.gz")))[:1500]
     # Empty lines keep their place through every step.
     for position in (0, 17, 500, 1499):
         lines.insert(position, "")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.cli import main
 from nmtvariants.fileio import read_lines, write_lines
@@ -25,8 +26,8 @@ def run_cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def raw_en(shared_data: Path) -> list[str]:
-    lines = list(read_lines(shared_data / "multi30k/task1/raw/val.en.gz"))[:300]
+def raw_en(real_data: RealData) -> list[str]:
+    lines = list(read_lines(real_data.file("multi30k/task1/raw/val.en.gz")))[:300]
     lines.insert(5, "")  # an empty line in a test set keeps its place
     return lines
 
@@ -68,8 +69,11 @@ def test_file_chain_normalize_tokenize_truecase_postprocess(raw_en: list[str], t
     assert list(read_lines(tmp_path / "detok")) == [Detokenizer("en")(t) for t in tokenized]
 
 
-def test_clean_cli_and_report(shared_data: Path, tmp_path: Path) -> None:
-    tok = shared_data / "multi30k/task1/tok"
+def test_clean_cli_and_report(real_data: RealData, tmp_path: Path) -> None:
+    tok = (
+        real_data("multi30k/task1/tok/val.lc.norm.tok.en.gz", "multi30k/task1/tok/val.lc.norm.tok.de.gz")
+        / "multi30k/task1/tok"
+    )
     args = [
         "clean",
         "--src-in", str(tok / "val.lc.norm.tok.en.gz"),
@@ -87,8 +91,8 @@ def test_clean_cli_and_report(shared_data: Path, tmp_path: Path) -> None:
     assert report["kept"] == 1014 - long_pairs == len(list(read_lines(tmp_path / "c.de")))
 
 
-def test_roundtrip_cli(shared_data: Path, tmp_path: Path) -> None:
-    src = shared_data / "multi30k/task1/raw/test_2016_flickr.de.gz"
+def test_roundtrip_cli(real_data: RealData, tmp_path: Path) -> None:
+    src = real_data.file("multi30k/task1/raw/test_2016_flickr.de.gz")
     result = run_cli("roundtrip", "-l", "de", str(src), "--json", str(tmp_path / "rt.json"))
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "rt.json").read_text())

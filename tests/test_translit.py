@@ -15,6 +15,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.text.translit import ISO9_RULES, iso9_to_cyrillic, iso9_to_latin
 
@@ -39,13 +40,13 @@ def perl_translit(tool: str, text: str, tmp_path: Path, reverse: bool = False) -
     return target.read_text(encoding="utf-8")
 
 
-def pud_sentences(shared_data: Path) -> list[str]:
-    with gzip.open(shared_data / PUD_RU, "rt", encoding="utf-8") as handle:
+def pud_sentences(real_data: RealData) -> list[str]:
+    with gzip.open(real_data.file(str(PUD_RU)), "rt", encoding="utf-8") as handle:
         return [line[len("# text = ") :].rstrip("\n") for line in handle if line.startswith("# text = ")]
 
 
-def flores_lines(shared_data: Path) -> list[str]:
-    return (shared_data / FLORES_RU).read_text(encoding="utf-8").splitlines()
+def flores_lines(real_data: RealData) -> list[str]:
+    return real_data.file(str(FLORES_RU)).read_text(encoding="utf-8").splitlines()
 
 
 def test_table_is_the_perl_modules_table():
@@ -74,8 +75,8 @@ def test_table_is_the_perl_modules_table():
 
 
 @pytest.mark.parametrize("corpus", ["pud", "flores"])
-def test_identical_to_perl_both_directions(corpus, shared_data, translit_tool, tmp_path):
-    lines = pud_sentences(shared_data) if corpus == "pud" else flores_lines(shared_data)
+def test_identical_to_perl_both_directions(corpus, real_data, translit_tool, tmp_path):
+    lines = pud_sentences(real_data) if corpus == "pud" else flores_lines(real_data)
     assert len(lines) == (1000 if corpus == "pud" else 1012)
     text = "\n".join(lines) + "\n"
     latin = perl_translit(translit_tool, text, tmp_path)
@@ -129,9 +130,9 @@ def round_trip_failure_class(line: str) -> str | None:
 
 
 @pytest.mark.parametrize("corpus", ["pud", "flores"])
-def test_round_trip(corpus, shared_data):
+def test_round_trip(corpus, real_data):
     """Purely Cyrillic lines round-trip; every failure is one of the table's known non-injective cases."""
-    lines = pud_sentences(shared_data) if corpus == "pud" else flores_lines(shared_data)
+    lines = pud_sentences(real_data) if corpus == "pud" else flores_lines(real_data)
     latin_side = {char for rule in ISO9_RULES for char in rule.latin if unicodedata.category(char)[0] == "L"}
     pure = [
         line

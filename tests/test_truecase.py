@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from data_sources import RealData
 
 from nmtvariants.errors import InputError, MissingResourceError
 from nmtvariants.fileio import read_lines
@@ -70,12 +71,15 @@ def perl_apply(best: dict[str, str], known: set[str], line: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def corpus(shared_data: Path) -> dict[str, list[str]]:
+def corpus(real_data: RealData) -> dict[str, list[str]]:
     step = NormalizeTokenize("de", aggressive_dash_splits=True)
-    raw = shared_data / "multi30k/task1/raw"
+    raw = (
+        real_data("multi30k/task1/raw/val.de.gz", "multi30k/task1/raw/test_2016_flickr.de.gz")
+        / "multi30k/task1/raw"
+    )
     return {
         "train": [step(line) for line in read_lines(raw / "val.de.gz")]
-        + [step(line) for line in read_lines(shared_data / "wmt/newstest2013/newstest2013.de.gz")],
+        + [step(line) for line in read_lines(real_data.file("wmt/newstest2013/newstest2013.de.gz"))],
         "test": [step(line) for line in read_lines(raw / "test_2016_flickr.de.gz")],
     }
 

@@ -1,8 +1,11 @@
 """File helpers shared by every stage: atomic writes and strict, well-reported text reading.
 
 Every stage writes to a temporary name beside its target and renames at the end, so an interrupted
-job never leaves a file that looks complete. Reading decodes UTF-8 strictly and reports the file,
-line and byte offset of the first bad byte instead of a bare ``UnicodeDecodeError``.
+job never leaves a file that looks complete. Every text reader goes through :func:`decode_lines`,
+which decodes UTF-8 strictly and reports the file, line and byte offset of the first bad byte
+instead of a bare ``UnicodeDecodeError``; normalises what editors add without meaning it (CRLF line
+ends, a UTF-8 byte-order mark) with one warning; rejects NUL bytes; and turns a truncated or
+corrupt gzip file into one line that names it, instead of a traceback from the decompressor.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import io
 import logging
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -20,6 +24,11 @@ from typing import IO
 from nmtvariants.errors import InputError
 
 log = logging.getLogger(__name__)
+
+BOM = b"\xef\xbb\xbf"
+# What gzip raises on a damaged stream: EOFError when truncated, BadGzipFile (an OSError) for a bad
+# header or CRC, zlib.error for corrupt deflate data.
+DECOMPRESSION_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
 
 PathLike = str | os.PathLike[str]
 
@@ -81,7 +90,20 @@ def open_bytes(path: PathLike) -> IO[bytes]:
 
 
 def decode_line(raw: bytes, path: PathLike, line_number: int) -> str:
-    """Decode one line as strict UTF-8; on failure name the file, line and byte offset."""
+    """Decode one line as strict UTF-8; on failure name the file, line and byte offset.
+
+    A NUL byte is rejected too: it is valid UTF-8 but never text, and it usually means a UTF-16
+    file or binary data, which would otherwise flow silently into the tokenised corpus. Rejecting
+    (rather than dropping the line in ``clean``) catches it at the first reader, whatever the stage,
+    and keeps parallel files aligned.
+    """
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise InputError(
+            f"{path}:{line_number}: NUL byte at byte offset {nul} of the line; text must not contain NUL "
+            f"(a UTF-16 file? convert it with `iconv -f utf-16 -t utf-8`; otherwise remove the byte, "
+            f"e.g. `tr -d '\\000'`)"
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -92,24 +114,46 @@ def decode_line(raw: bytes, path: PathLike, line_number: int) -> str:
         ) from None
 
 
-def read_lines(path: PathLike) -> Iterator[str]:
-    """Yield the lines of a text file (plain or .gz) without their line ends.
+@contextlib.contextmanager
+def damaged_compression_is_input_error(path: PathLike) -> Iterator[None]:
+    """Report a truncated or corrupt gzip stream read inside the block as one :class:`InputError`."""
+    try:
+        yield
+    except DECOMPRESSION_ERRORS as error:
+        raise InputError(
+            f"{path}: truncated or corrupt gzip data ({type(error).__name__}: {error}); "
+            f"the file is damaged - re-create it or download it again (`gzip -t` checks a copy)"
+        ) from None
 
-    CRLF line ends are normalised to LF with one warning per file; empty lines keep their place.
+
+def decode_lines(raw_lines: Iterable[bytes], path: PathLike) -> Iterator[str]:
+    """Decode the raw lines of one file (or stream) named ``path``, without their line ends.
+
+    CRLF line ends become LF and a UTF-8 byte-order mark at the start is dropped, each with one
+    warning per file, so that neither becomes part of a token. Empty lines keep their place.
     """
-    warned = False
-    with open_bytes(path) as handle:
-        for number, raw in enumerate(handle, start=1):
+    crlf_warned = False
+    with damaged_compression_is_input_error(path):
+        for number, raw in enumerate(raw_lines, start=1):
+            if number == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM) :]
+                log.warning("%s: UTF-8 byte-order mark at the start removed", path)
             if raw.endswith(b"\n"):
                 raw = raw[:-1]
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
-                if not warned:
+                if not crlf_warned:
                     log.warning("%s: CRLF line ends normalised to LF", path)
-                    warned = True
+                    crlf_warned = True
             yield decode_line(raw, path, number)
 
 
-def count_lines(path: PathLike) -> int:
+def read_lines(path: PathLike) -> Iterator[str]:
+    """Yield the lines of a text file (plain or .gz) without their line ends (see :func:`decode_lines`)."""
     with open_bytes(path) as handle:
+        yield from decode_lines(handle, path)
+
+
+def count_lines(path: PathLike) -> int:
+    with open_bytes(path) as handle, damaged_compression_is_input_error(path):
         return sum(1 for _ in handle)

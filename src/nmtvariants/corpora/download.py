@@ -235,7 +235,10 @@ def fetch(
 
     tried = "; ".join(f"{a.source}: {a.outcome}" for a in attempts) or "no source configured"
     if any("mismatch" in a.outcome or "corrupt" in a.outcome for a in attempts):
-        raise InputError(f"{remote.name}: no valid copy found ({tried})")
+        raise InputError(
+            f"{remote.name}: no valid copy found ({tried}); the copies are damaged or a different "
+            "version - replace the mirror's copy with a good one and run the download again"
+        )
     if remote.gate and not mirror_only:
         where = f"{target}" + (
             f" or {mirror_location(mirror, remote.mirror)}" if mirror and remote.mirror else ""

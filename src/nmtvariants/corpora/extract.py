@@ -1,7 +1,9 @@
 """Archive checks and extraction of a corpus into ``{split}.{lang}`` files, all or nothing.
 
 A download is only accepted after its archive has been read to the end (gzip CRC and length, every
-tar member, zip CRCs), so a truncated file is caught before anything is extracted. Outputs are
+tar member, zip CRCs), so a truncated file is caught before anything is extracted; an archive that
+is damaged anyway (no pin, replaced after the check) is reported in one line naming it by every
+reader here, never as a traceback from ``tarfile``, ``zipfile`` or ``gzip``. Outputs are
 written into a temporary folder inside the destination and moved into place only when every output
 exists and its line count matches the published one, so an interrupted or failed extraction never
 leaves a half corpus that looks complete.
@@ -31,6 +33,8 @@ from nmtvariants.fileio import atomic_write
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
+# What the standard library raises on a truncated or corrupt archive (BadGzipFile is an OSError).
+_DAMAGED = (EOFError, OSError, tarfile.TarError, zipfile.BadZipFile, zlib.error)
 
 
 def archive_kind(name: str) -> str:
@@ -53,7 +57,7 @@ def verify_integrity(path: str | Path, name: str | None = None) -> None:
     path = Path(path)
     label = name or path.name
     kind = archive_kind(label)
-    try:
+    with damaged_archive_is_input_error(label):
         if kind == "gz":
             with gzip.open(path, "rb") as handle:
                 while handle.read(_CHUNK):
@@ -71,10 +75,22 @@ def verify_integrity(path: str | Path, name: str | None = None) -> None:
                 bad = archive.testzip()
                 if bad is not None:
                     raise InputError(f"{label}: member {bad!r} fails its CRC check (corrupt archive)")
-    except (EOFError, OSError, tarfile.TarError, zipfile.BadZipFile, zlib.error) as error:
+
+
+@contextlib.contextmanager
+def damaged_archive_is_input_error(label: str | Path) -> Iterator[None]:
+    """Turn what a truncated or corrupt archive raises inside the block into one :class:`InputError`.
+
+    ``label`` names the file in the message; its suffix gives the kind of archive.
+    """
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(f"{label}: file not found; run the download again") from None
+    except _DAMAGED as error:
         raise InputError(
-            f"{label}: truncated or corrupt {kind} archive ({type(error).__name__}: {error}); "
-            "delete it and download again"
+            f"{label}: truncated or corrupt {archive_kind(str(label))} archive "
+            f"({type(error).__name__}: {error}); delete it and download again"
         ) from None
 
 
@@ -132,10 +148,11 @@ def _check_found(path: Path, pattern: str, chosen: list, names: list[str]) -> No
 
 def extract_lines(path: str | Path, extract: Extract) -> Iterator[str]:
     """The lines one :class:`Extract` contributes, read from the downloaded file at ``path``."""
-    for label, stream in open_members(path, extract.member):
-        yield from read_stream(
-            stream, label, extract.fmt, column=extract.column, field=extract.field, lang=extract.lang
-        )
+    with damaged_archive_is_input_error(path):
+        for label, stream in open_members(path, extract.member):
+            yield from read_stream(
+                stream, label, extract.fmt, column=extract.column, field=extract.field, lang=extract.lang
+            )
 
 
 def unpack_archive(path: str | Path, target: str | Path) -> int:
@@ -148,10 +165,10 @@ def unpack_archive(path: str | Path, target: str | Path) -> int:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         if archive_kind(path.name) == "tar":
-            with tarfile.open(path, "r:*") as archive:
+            with damaged_archive_is_input_error(path), tarfile.open(path, "r:*") as archive:
                 archive.extractall(tmp, filter="data")
         elif archive_kind(path.name) == "zip":
-            with zipfile.ZipFile(path) as archive:
+            with damaged_archive_is_input_error(path), zipfile.ZipFile(path) as archive:
                 archive.extractall(tmp)
         else:
             raise InputError(f"{path}: cannot unpack a {archive_kind(path.name)} file; expected tar or zip")

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from nmtvariants.errors import InputError
-from nmtvariants.fileio import decode_line
+from nmtvariants.fileio import decode_lines
 
 _SEG = re.compile(r"<seg\b[^>]*>(.*?)</seg>", re.IGNORECASE)
 _SEG_EMPTY = re.compile(r"<seg\b[^>]*/>", re.IGNORECASE)
@@ -62,11 +62,7 @@ def _clean(text: str) -> str:
 
 
 def _lines(stream: IO[bytes], name: str) -> Iterator[tuple[int, str]]:
-    for number, raw in enumerate(stream, start=1):
-        raw = raw.rstrip(b"\n")
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        yield number, decode_line(raw, name, number)
+    yield from enumerate(decode_lines(stream, name), start=1)
 
 
 def maybe_gunzip(stream: IO[bytes], name: str) -> IO[bytes]:

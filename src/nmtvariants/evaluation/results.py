@@ -1,7 +1,9 @@
 """One JSON file per (system, test set): the scores plus what is needed to trust them later.
 
 A score without its sacreBLEU signature and the hash of the files it was computed on cannot be
-compared across runs; the reporting stage reads these files and nothing else.
+compared across runs; the reporting stage reads these files and nothing else. Every record written
+here also carries ``provenance``: the git commit (and dirty flag) of the code that computed it,
+because library edits never re-run jobs and the report must show the commit of each number.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from nmtvariants.errors import InputError
 from nmtvariants.evaluation.inputs import sha256_file
 from nmtvariants.fileio import PathLike, atomic_write
+from nmtvariants.provenance import provenance
 
 SCHEMA_VERSION = 1
 
@@ -51,7 +54,12 @@ def write_scores_json(
 
 
 def write_json(path: PathLike, data: Any) -> None:
-    """Pretty, key-sorted JSON written atomically (stable bytes for equal content)."""
+    """Pretty, key-sorted JSON written atomically (stable bytes for equal content).
+
+    A mapping gets a ``provenance`` entry (the commit of this process's code) unless it has one.
+    """
+    if isinstance(data, Mapping):
+        data = {"provenance": provenance(), **data}
     with atomic_write(path) as out:
         json.dump(data, out, indent=2, sort_keys=True, ensure_ascii=False)
         out.write("\n")

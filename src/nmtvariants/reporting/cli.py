@@ -23,12 +23,50 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     scores.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
     scores.set_defaults(func=run_scores_table)
 
+    figure = subparsers.add_parser(
+        "figure", help="a PNG from a long-format CSV: per-layer lines, bars or an attention heat map"
+    )
+    figure.add_argument("--kind", required=True, choices=["layers", "bars", "heatmap"])
+    figure.add_argument(
+        "--csv", type=Path, required=True, help="long-format table (see reporting/figures.py)"
+    )
+    figure.add_argument("--output", type=Path, help="PNG file (default: beside the CSV, same stem)")
+    figure.add_argument("--title", default="")
+    figure.add_argument("--ylabel", help="y-axis label (layers, bars; default: the y column)")
+    figure.add_argument("--x", help="x column (default: layer for layers, label for bars)")
+    figure.add_argument("--y", default="value", help="value column of layers and bars (default: value)")
+    figure.add_argument("--group", help="one line/bar colour per value (default: variant for layers)")
+    figure.add_argument("--row-index", default="target_index", help="heatmap: row order column")
+    figure.add_argument("--row-label", default="target_token", help="heatmap: row token column")
+    figure.add_argument("--col-index", default="source_index", help="heatmap: column order column")
+    figure.add_argument("--col-label", default="source_token", help="heatmap: column token column")
+    figure.add_argument("--value", default="weight", help="heatmap: cell value column")
+    figure.set_defaults(func=run_figure)
+
+
+def run_figure(args: argparse.Namespace) -> None:
+    from nmtvariants.reporting import figures
+
+    if args.kind == "layers":
+        drawn = figures.layer_figure(
+            args.csv, args.x or "layer", args.y, args.group or "variant", args.title, args.ylabel
+        )
+    elif args.kind == "bars":
+        drawn = figures.bar_figure(args.csv, args.x or "label", args.y, args.group, args.title, args.ylabel)
+    else:
+        drawn = figures.heatmap_figure(
+            args.csv, args.row_index, args.row_label, args.col_index, args.col_label, args.value, args.title
+        )
+    out = figures.save_png(drawn, args.output or figures.png_path(args.csv))
+    print(out)
+
 
 def run_scores_table(args: argparse.Namespace) -> None:
     from nmtvariants.reporting.results import scores_table, signature_notes
 
     frame, signatures = scores_table(args.scores)
-    write_table(frame, args.out, title=args.title, notes="Signatures:\n\n" + signature_notes(signatures))
+    notes = "Signatures:\n\n" + signature_notes(signatures) if signatures else ""
+    write_table(frame, args.out, title=args.title, notes=notes, sources=args.scores)
 
 
 def run_data_stats(args: argparse.Namespace) -> None:

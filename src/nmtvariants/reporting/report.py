@@ -2,18 +2,19 @@
 
 A number in a table is only a reproduction if a reader can tell how it was made: which metric
 implementation (the sacreBLEU signature), which configuration (a hash of the resolved config),
-which code (the git commit, marked ``+dirty`` when the checkout had local edits), which data (the
-sha256 sums recorded by the download manifests) and which hardware. This module gathers those
-from the files the stages leave behind and writes one markdown page.
+which code (the git commit that computed it, marked ``+dirty`` when the checkout had local edits),
+which data (the sha256 sums recorded by the manifests) and which hardware. This module gathers
+those from the files the stages leave behind and writes one markdown page, plus the full data
+manifest beside it (``data_manifest.json``; the page shows one digest per corpus).
 
-Conventions it reads (stages may add more; unknown JSON is ignored):
-- tables: ``results/tables/*.md`` (each with a CSV beside it); a CSV column named ``signature``
-  (or ``sacrebleu_signature``) carries the signatures of the scores in that table;
-- figures: ``results/figures/*.{png,svg,pdf,jpg}``;
-- score JSONs: any ``results/**/*.json`` with a string ``signature`` key (sacreBLEU's
-  ``metric.get_signature()``); listed in a section of their own;
-- hardware records: any ``results/**/*.json`` or ``models/**/*.json`` with a ``hardware`` mapping
-  (written with :func:`hardware_info` by the jobs that train and decode);
+What it reads (unknown JSON is ignored):
+- tables: ``results/tables/**/*.md``, each with the provenance record that
+  :func:`nmtvariants.reporting.tables.write_table` writes beside it (``<stem>.provenance.json``:
+  the commit of every input file, as stamped by the stage that wrote it, and the sacreBLEU
+  signatures of score files, ``scores.<metric>.signature`` as ``evaluate`` writes them). Library
+  edits never re-run jobs, so each table is shown with its own commits, never the report's;
+- figures: ``results/figures/**/*.{png,svg,pdf,jpg}`` (PNG text chunk ``nmtvariants-commit``);
+- training runs: ``models/**/run.json`` (updates, commit, and the hardware they trained on);
 - data manifests: ``data/**/manifest*.json`` (a mapping ``{path: sha256}``, a list of
   ``{"path"|"file": ..., "sha256": ...}``, or ``{"files": <either>}``) and ``data/**/SHA256SUMS``.
 """
@@ -25,21 +26,20 @@ import json
 import logging
 import os
 import platform
-import subprocess
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
+from nmtvariants.provenance import UNKNOWN, describe, git_state
+from nmtvariants.reporting.figures import PNG_COMMIT_KEY
+from nmtvariants.reporting.results import collect_signatures, signature_lines
+from nmtvariants.reporting.tables import provenance_path
 
 log = logging.getLogger(__name__)
 
 FIGURE_SUFFIXES = {".png", ".svg", ".pdf", ".jpg", ".jpeg"}
-SIGNATURE_COLUMNS = ("signature", "sacrebleu_signature")
+MANIFEST_NAME = "data_manifest.json"
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -53,19 +53,8 @@ def config_hash(config: dict[str, Any]) -> str:
 
 def git_commit(repo: str | os.PathLike[str]) -> str:
     """HEAD of the checkout at ``repo``, with ``+dirty`` if tracked files have local edits."""
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + ("+dirty" if status else "")
+    state = git_state(repo)
+    return describe(state) if state["commit"] != UNKNOWN else "unknown (not a git checkout)"
 
 
 def cpu_model() -> str:
@@ -174,46 +163,141 @@ def find_manifests(data_dir: Path) -> list[Path]:
     return sorted(found)
 
 
-def walk_json(paths: Iterable[Path]) -> Iterable[tuple[Path, Any]]:
-    for path in sorted(paths):
-        if path.is_file():
-            yield path, read_json(path)
+def corpus_manifests(data_dir: Path) -> dict[str, dict[str, str]]:
+    """Corpus (first folder under ``data_dir``) -> {file: sha256} from all of its manifests.
+
+    File names are made relative to the corpus folder (``raw/train.en``, ``images/...``) so that
+    two manifests of one corpus cannot collide.
+    """
+    corpora: dict[str, dict[str, str]] = {}
+    for manifest in find_manifests(data_dir):
+        parts = manifest.relative_to(data_dir).parts
+        corpus, folder = (parts[0], Path(*parts[1:-1])) if len(parts) > 1 else ("(data)", Path())
+        files = corpora.setdefault(corpus, {})
+        for name, digest in manifest_entries(manifest):
+            files[(folder / name).as_posix()] = digest
+    return corpora
 
 
-def find_key(document: Any, key: str) -> list[Any]:
-    """Every value stored under ``key`` anywhere in a JSON document."""
-    found = []
-    if isinstance(document, dict):
-        for name, value in document.items():
-            if name == key:
-                found.append(value)
-            found.extend(find_key(value, key))
-    elif isinstance(document, list):
-        for item in document:
-            found.extend(find_key(item, key))
-    return found
+def corpus_digest(files: dict[str, str]) -> str:
+    """sha256 of the sorted ``<sha256>  <file>`` lines (``sha256sum`` format) of one corpus.
+
+    Reproduce it with ``jq -r '.corpora.<corpus>.files | to_entries[] | "\\(.value)  \\(.key)"'
+    data_manifest.json | LC_ALL=C sort -k2 | sha256sum``.
+    """
+    text = "".join(f"{files[name]}  {name}\n" for name in sorted(files))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass
-class Provenance:
-    """Run-wide provenance shared by all tables of one report."""
+def data_manifest(data_dir: Path) -> dict[str, Any]:
+    """The full manifest the report points to: per corpus, its digest and every file's sha256."""
+    return {
+        "digest": "sha256 of the sorted '<sha256>  <file>' lines of a corpus",
+        "corpora": {
+            corpus: {
+                "digest": corpus_digest(files),
+                "count": len(files),
+                "files": dict(sorted(files.items())),
+            }
+            for corpus, files in sorted(corpus_manifests(Path(data_dir)).items())
+        },
+    }
 
-    config_hash: str
-    commit: str
-    hardware: dict[str, Any]
-    data_checksums: list[tuple[str, str, str]] = field(default_factory=list)  # manifest, file, sha256
+
+def read_table_provenance(md_path: Path) -> dict[str, Any] | None:
+    """The provenance record written beside a table, or None for a table written without one."""
+    path = provenance_path(md_path)
+    if not path.is_file():
+        return None
+    record = read_json(path)
+    if not isinstance(record, dict) or not isinstance(record.get("sources", []), list):
+        raise InputError(f"{path}: not a table provenance record; re-run the rule that wrote the table")
+    return record
 
 
-def table_signatures(md_path: Path) -> list[str]:
-    csv_path = md_path.with_suffix(".csv")
-    if not csv_path.exists():
-        return []
-    frame = pd.read_csv(csv_path)
-    signatures: list[str] = []
-    for column in SIGNATURE_COLUMNS:
-        if column in frame.columns:
-            signatures.extend(str(value) for value in frame[column].dropna().unique())
-    return sorted(set(signatures))
+def commit_groups(sources: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Commit (``describe``) -> the input files it computed, in first-seen order."""
+    groups: dict[str, list[str]] = {}
+    for source in sources:
+        groups.setdefault(describe(source.get("provenance")), []).append(str(source.get("path")))
+    return groups
+
+
+def run_commits(sources: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Commit -> systems, for score inputs whose system has a ``models/<system>/run.json``."""
+    groups: dict[str, list[str]] = {}
+    for system in dict.fromkeys(str(s["system"]) for s in sources if s.get("system")):
+        if system in runs:
+            groups.setdefault(describe(runs[system].get("provenance")), []).append(system)
+    return groups
+
+
+def provenance_lines(record: dict[str, Any] | None, runs: dict[str, dict[str, Any]]) -> list[str]:
+    """Markdown bullets for one table: the commits that computed it and its sacreBLEU signatures."""
+    if record is None:
+        return [
+            "- commit: not recorded (the table was written without a provenance record; "
+            "re-run its rule to record one)"
+        ]
+    sources, writer = record.get("sources", []), describe(record.get("written_by"))
+    lines = []
+    groups = commit_groups(sources)
+    if not sources:
+        lines.append(f"- computed by commit `{writer}` (the job that wrote the table)")
+    elif len(groups) == 1:
+        commit = next(iter(groups))
+        count = f"{len(sources)} input file" + ("s" if len(sources) > 1 else "")
+        lines.append(f"- computed by commit `{commit}` (from {count})")
+        if commit != writer:
+            lines.append(f"- table assembled by commit `{writer}`")
+    else:
+        lines.append("- **rows come from different commits**:")
+        lines += [f"  - `{commit}`: {', '.join(files)}" for commit, files in groups.items()]
+        lines.append(f"- table assembled by commit `{writer}`")
+    trained = run_commits(sources, runs)
+    if len(trained) == 1:
+        lines.append(f"- models trained by commit `{next(iter(trained))}`")
+    elif trained:
+        lines.append("- **models trained by different commits**:")
+        lines += [f"  - `{commit}`: {', '.join(systems)}" for commit, systems in trained.items()]
+    signatures = collect_signatures(
+        {str(s.get("path")): s["signatures"] for s in sources if isinstance(s.get("signatures"), dict)}
+    )
+    if not signatures:
+        lines.append("- sacreBLEU signature: none (no scores in this table)")
+    else:
+        lines.append("- sacreBLEU signatures:")
+        lines += ["  " + line for line in signature_lines(signatures)]
+    return lines
+
+
+def png_commit(path: Path) -> str | None:
+    """The commit a PNG figure records in its text chunk (see reporting/figures.py), if any."""
+    if path.suffix.lower() != ".png":
+        return None
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            return getattr(image, "text", {}).get(PNG_COMMIT_KEY)
+    except OSError as error:
+        raise InputError(f"{path}: not a readable PNG ({error}); re-run the rule that drew it") from None
+
+
+def find_runs(models_dir: Path | None) -> dict[str, dict[str, Any]]:
+    """``models/<system>/run.json`` records by system (``<experiment>/<pair>/<variant>``)."""
+    if models_dir is None or not Path(models_dir).is_dir():
+        return {}
+    runs = {}
+    for path in sorted(Path(models_dir).rglob("run.json")):
+        document = read_json(path)
+        if isinstance(document, dict):
+            runs[path.parent.relative_to(models_dir).as_posix()] = {**document, "path": path}
+    return runs
+
+
+def link(path: Path, out_dir: Path) -> str:
+    return Path(os.path.relpath(path, out_dir)).as_posix()
 
 
 def build_report(
@@ -223,90 +307,110 @@ def build_report(
     repo: Path,
     models_dir: Path | None = None,
     hardware: dict[str, Any] | None = None,
+    out_dir: Path | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> str:
-    """The markdown text of the report for the tables and figures under ``results_dir``."""
-    results_dir, data_dir = Path(results_dir), Path(data_dir)
-    tables = sorted((results_dir / "tables").glob("*.md"))
-    figures = sorted(
-        path for path in (results_dir / "figures").glob("*") if path.suffix.lower() in FIGURE_SUFFIXES
-    )
-    provenance = Provenance(
-        config_hash=config_hash(config),
-        commit=git_commit(repo),
-        hardware=hardware if hardware is not None else hardware_info(),
-    )
-    for manifest in find_manifests(data_dir):
-        for name, digest in manifest_entries(manifest):
-            provenance.data_checksums.append((manifest.relative_to(data_dir).as_posix(), name, digest))
-    json_files = list(results_dir.rglob("*.json"))
-    if models_dir is not None and Path(models_dir).is_dir():
-        json_files += list(Path(models_dir).rglob("*.json"))
-    scores, computed_on = [], []
-    for path, document in walk_json(json_files):
-        shown = Path(os.path.relpath(path, results_dir.parent)).as_posix()
-        if isinstance(document, dict) and isinstance(document.get("signature"), str):
-            scores.append((shown, document))
-        for record in find_key(document, "hardware"):
-            if isinstance(record, dict):
-                computed_on.append((shown, format_hardware(record)))
+    """The markdown text of the report for the tables and figures under ``results_dir``.
 
-    run_line = (
-        f"config hash `{provenance.config_hash}` · commit `{provenance.commit}` · "
-        f"report host: {format_hardware(provenance.hardware)}"
+    Links are relative to ``out_dir`` (where the report and ``data_manifest.json`` are written;
+    default ``results_dir``). ``manifest`` is :func:`data_manifest` of ``data_dir`` if not given.
+    """
+    results_dir, data_dir = Path(results_dir), Path(data_dir)
+    out_dir = Path(out_dir) if out_dir is not None else results_dir
+    tables = sorted((results_dir / "tables").rglob("*.md"))
+    figures = sorted(
+        path for path in (results_dir / "figures").rglob("*") if path.suffix.lower() in FIGURE_SUFFIXES
     )
-    lines = ["# nmtvariants report", "", run_line, ""]
+    digest = config_hash(config)
+    host = hardware if hardware is not None else hardware_info()
+    runs = find_runs(models_dir)
+    lines = [
+        "# nmtvariants report",
+        "",
+        f"config hash `{digest}` · report written by commit `{git_commit(repo)}` (each table and figure "
+        "below names the commits that computed it) · report host: " + format_hardware(host),
+        "",
+    ]
     if not tables and not figures:
         lines += ["No tables or figures under results/ yet.", ""]
+    scored: dict[str, dict[str, Any]] = {}
     for table in tables:
-        relative = table.relative_to(results_dir).as_posix()
+        relative = link(table, out_dir)
         body = table.read_text(encoding="utf-8").strip().splitlines()
         if body and body[0].startswith("# "):
             body[0] = "#" + body[0]  # the table's own title becomes a section
         else:
             body.insert(0, f"## {table.stem}")
-        lines += [*body, ""]
-        signatures = table_signatures(table)
-        lines.append(f"- source: [{relative}]({relative}) · config `{provenance.config_hash}` · "
-                     f"commit `{provenance.commit}`")  # fmt: skip
-        if signatures:
-            lines += [f"- sacreBLEU signature: `{signature}`" for signature in signatures]
-        else:
-            lines.append("- sacreBLEU signature: none (no scores in this table)")
+        record = read_table_provenance(table)
+        lines += [*body, "", f"- source: [{relative}]({relative}) · config `{digest}`"]
+        lines += provenance_lines(record, runs)
         lines.append("")
+        for source in (record or {}).get("sources", []):
+            if source.get("signatures"):
+                scored.setdefault(str(source["path"]), source)
     for figure in figures:
-        relative = figure.relative_to(results_dir).as_posix()
-        lines += [
-            f"## Figure: {figure.stem}",
-            "",
-            f"![{figure.stem}]({relative})",
-            "",
-            f"- source: [{relative}]({relative}) · config `{provenance.config_hash}` · "
-            f"commit `{provenance.commit}`",
-            "",
-        ]
+        relative = link(figure, out_dir)
+        data = figure.with_suffix(".csv")
+        lines += [f"## Figure: {figure.stem}", "", f"![{figure.stem}]({relative})", ""]
+        source = f"- source: [{relative}]({relative})"
+        if data.is_file():
+            source += f" · data [{link(data, out_dir)}]({link(data, out_dir)})"
+        commit = png_commit(figure)
+        lines += [source + f" · config `{digest}` · drawn by commit `{commit or 'not recorded'}`", ""]
     lines += ["## Scores and their signatures", ""]
-    if scores:
-        lines += ["| file | metric | score | signature |", "|---|---|---|---|"]
-        for shown, document in scores:
-            metric = document.get("metric") or document.get("name") or ""
-            score = document.get("score", "")
-            lines.append(f"| {shown} | {metric} | {score} | `{document['signature']}` |")
+    if scored:
+        lines += [
+            "| file | system | test set | metric | score | signature | commit |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for path, source in scored.items():
+            commit = describe(source.get("provenance"))
+            for metric, signature in sorted(source["signatures"].items()):
+                score = source.get("scores", {}).get(metric, "")
+                lines.append(
+                    f"| {path} | {source.get('system', '')} | {source.get('testset', '')} | {metric} | "
+                    f"{score} | `{signature}` | `{commit}` |"
+                )
     else:
-        lines.append("No score files with a sacreBLEU signature under results/.")
+        lines.append("No table was built from score files with a sacreBLEU signature.")
+    lines += ["", "## Training runs", ""]
+    if runs:
+        lines += ["| run | updates | stop | commit |", "|---|---|---|---|"]
+        for system, run in runs.items():
+            lines.append(
+                f"| {system} | {run.get('updates', '')} | {run.get('stop_reason', '')} | "
+                f"`{describe(run.get('provenance'))}` |"
+            )
+    else:
+        lines.append("No training runs (models/**/run.json).")
+    manifest = manifest if manifest is not None else data_manifest(data_dir)
     lines += ["", "## Data checksums", ""]
-    if provenance.data_checksums:
-        lines += ["| manifest | file | sha256 |", "|---|---|---|"]
-        lines += [f"| {m} | {name} | `{digest}` |" for m, name, digest in provenance.data_checksums]
+    if manifest["corpora"]:
+        shown = link(out_dir / MANIFEST_NAME, out_dir)
+        lines += [
+            f"One digest per corpus: sha256 of its files' sorted `<sha256>  <file>` lines. "
+            f"Every file's sha256: [{shown}]({shown}).",
+            "",
+            "| corpus | files | digest |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {corpus} | {entry['count']} | `{entry['digest']}` |"
+            for corpus, entry in manifest["corpora"].items()
+        ]
     else:
-        lines.append("No download manifests under data/ (generated data only, e.g. toyworld).")
-    lines += ["", "## Hardware", "", f"- report written on: {format_hardware(provenance.hardware)}"]
-    lines += [f"- {shown}: {text}" for shown, text in computed_on]
+        lines.append("No manifests under data/.")
+    lines += ["", "## Hardware", "", f"- report written on: {format_hardware(host)}"]
+    lines += [
+        f"- {link(run['path'], results_dir.parent)}: {format_hardware(run['hardware'])}"
+        for run in runs.values()
+        if isinstance(run.get("hardware"), dict)
+    ]
     lines += [
         "",
         "## Configuration",
         "",
-        f"Config hash `{provenance.config_hash}` = first 12 hex digits of sha256 over the resolved "
-        "config as canonical JSON:",
+        f"Config hash `{digest}` = first 12 hex digits of sha256 over the resolved config as canonical JSON:",
         "",
         "```json",
         json.dumps(config, sort_keys=True, indent=2, ensure_ascii=False),
@@ -316,10 +420,17 @@ def build_report(
     return "\n".join(lines)
 
 
-def write_report(out: Path, **kwargs: Any) -> Path:
-    """Build the report (see :func:`build_report`) and write it atomically to ``out``."""
-    text = build_report(**kwargs)
+def write_report(out: Path, data_dir: Path, **kwargs: Any) -> Path:
+    """Write the report (see :func:`build_report`) to ``out`` and the full data manifest beside it
+    (``data_manifest.json``), both atomically."""
+    out = Path(out)
+    manifest = data_manifest(Path(data_dir))
+    manifest_out = out.parent / MANIFEST_NAME
+    with atomic_write(manifest_out) as handle:
+        json.dump(manifest, handle, indent=1, sort_keys=True, ensure_ascii=False)
+        handle.write("\n")
+    text = build_report(data_dir=data_dir, out_dir=out.parent, manifest=manifest, **kwargs)
     with atomic_write(out) as handle:
         handle.write(text)
-    log.info("wrote %s", out)
-    return Path(out)
+    log.info("wrote %s and %s", out, manifest_out)
+    return out

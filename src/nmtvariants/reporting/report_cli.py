@@ -19,13 +19,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--results", type=Path, default=Path("results"), help="results folder")
     parser.add_argument("--data", type=Path, default=Path("data"), help="data folder (manifests)")
     parser.add_argument(
-        "--models", type=Path, default=Path("models"), help="models folder (hardware records)"
+        "--models", type=Path, default=Path("models"), help="models folder (run.json: commits, hardware)"
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--config-json", help="the resolved config as a JSON string")
     source.add_argument("--config-file", type=Path, help="the resolved config as a YAML/JSON file")
-    parser.add_argument("--repo", type=Path, default=Path("."), help="git checkout for the commit")
-    parser.add_argument("--out", type=Path, default=Path("results/report.md"))
+    parser.add_argument(
+        "--repo", type=Path, default=Path("."), help="git checkout whose commit wrote the report"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/report.md"),
+        help="report (markdown); the full data manifest goes beside it as data_manifest.json",
+    )
     parser.set_defaults(func=run_report)
 
 

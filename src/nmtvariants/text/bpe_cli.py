@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from nmtvariants.errors import InputError
-from nmtvariants.fileio import atomic_write, decode_line, read_lines
+from nmtvariants.fileio import atomic_write, decode_lines, read_lines
 from nmtvariants.text.bpe import (
     DEFAULT_THRESHOLD,
     BPESegmenter,
@@ -30,10 +30,8 @@ from nmtvariants.text.translit import TRANSLITERATIONS, iso9_to_cyrillic, iso9_t
 
 def _lines(path: str | None) -> Iterator[str]:
     if path is None or path == "-":
-        for number, raw in enumerate(sys.stdin.buffer, start=1):
-            yield decode_line(raw.rstrip(b"\n").rstrip(b"\r"), "<stdin>", number)
-    else:
-        yield from read_lines(path)
+        return decode_lines(sys.stdin.buffer, "<stdin>")
+    return read_lines(path)
 
 
 def map_lines(source: str | None, target: str | None, function: Callable[[str], str]) -> int:

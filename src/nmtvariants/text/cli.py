@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from nmtvariants.errors import InputError, MissingResourceError
-from nmtvariants.fileio import atomic_write, decode_line, read_lines, write_lines
+from nmtvariants.fileio import atomic_write, decode_lines, read_lines, write_lines
 from nmtvariants.text import clean as clean_module
 from nmtvariants.text.moses import Detokenizer, Normalizer, Tokenizer
 from nmtvariants.text.postprocess import InverseChain, load_callable
@@ -41,18 +41,9 @@ STDIO = "-"
 
 def _read(path: str) -> Iterator[str]:
     """Lines of a file, or of stdin for "-", decoded strictly with file/line/offset on error."""
-    if path != STDIO:
-        yield from read_lines(path)
-        return
-    warned = False
-    for number, raw in enumerate(sys.stdin.buffer, start=1):
-        raw = raw.removesuffix(b"\n")
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-            if not warned:
-                log.warning("<stdin>: CRLF line ends normalised to LF")
-                warned = True
-        yield decode_line(raw, "<stdin>", number)
+    if path == STDIO:
+        return decode_lines(sys.stdin.buffer, "<stdin>")
+    return read_lines(path)
 
 
 def _write(path: str, lines: Iterable[str]) -> int:

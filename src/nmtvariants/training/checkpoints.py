@@ -24,6 +24,7 @@ import torch
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write
+from nmtvariants.provenance import provenance
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +61,12 @@ def file_sha256(path: PathLike) -> str:
 
 
 def save_checkpoint(state: dict[str, Any], path: PathLike) -> Path:
-    """Write ``state`` atomically, then its sha256 sidecar; return the path."""
+    """Write ``state`` atomically, then its sha256 sidecar; return the path.
+
+    The file also records ``provenance``: the commit (and dirty flag) of the code that wrote it.
+    """
     path = Path(path)
+    state = {**state, "provenance": provenance()}
     with atomic_write(path, "wb") as raw:
         writer = _HashingWriter(raw)
         torch.save(state, writer)

@@ -73,8 +73,10 @@ def run_train(args: argparse.Namespace) -> None:
 
 
 def write_run_summary(outdir: Path, result) -> None:
-    """``run.json`` beside the model: where and how far it trained (the report cites the hardware)."""
+    """``run.json`` beside the model: where, how far and with which code (commit, dirty flag) it
+    trained; the report cites the hardware and the commit."""
     from nmtvariants.evaluation.results import write_json
+    from nmtvariants.provenance import provenance
     from nmtvariants.reporting.report import hardware_info
 
     write_json(
@@ -86,6 +88,7 @@ def write_run_summary(outdir: Path, result) -> None:
             "last_valid": result.last_valid,
             "processes": int(os.environ.get("WORLD_SIZE", "1")),
             "hardware": hardware_info(),
+            "provenance": provenance(),
         },
     )
 

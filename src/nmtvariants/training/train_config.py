@@ -29,7 +29,11 @@ import yaml
 from nmtvariants.errors import ConfigError
 
 AMP_MODES = ("none", "bf16", "fp16")
-EARLY_STOP_METRICS = ("valid_nll", "valid_loss", "bleu")
+EARLY_STOP_METRICS = ("valid_nll", "valid_loss")
+# Validation BLEU needs decoding and scoring of the validation set inside training. The Trainer has a
+# Python seam for it (``validation_hook``), but neither `nmtvariants train` nor the workflow wires
+# one, so a config asking for it is rejected at start-up instead of failing at the first validation.
+UNWIRED_EARLY_STOP_METRICS = ("bleu",)
 
 
 @dataclass
@@ -158,6 +162,12 @@ def _check_train(train: TrainSettings) -> None:
             raise ConfigError(f"train.{key}: must be >= 1 or null, got {value}")
     if train.amp not in AMP_MODES:
         raise ConfigError(f"train.amp: must be one of {', '.join(AMP_MODES)}, got {train.amp!r}")
+    if train.early_stop_metric in UNWIRED_EARLY_STOP_METRICS:
+        raise ConfigError(
+            f"train.early_stop_metric: {train.early_stop_metric!r} is not available: no validation BLEU "
+            f"hook is wired into `nmtvariants train` or the workflow; use one of "
+            f"{', '.join(EARLY_STOP_METRICS)}"
+        )
     if train.early_stop_metric not in EARLY_STOP_METRICS:
         raise ConfigError(
             f"train.early_stop_metric: must be one of {', '.join(EARLY_STOP_METRICS)}, "

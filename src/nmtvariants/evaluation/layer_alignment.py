@@ -124,8 +124,9 @@ def read_alignment_set(
     if len(src_tokens) != len(tgt_tokens):
         raise InputError(f"{src}: {len(src_tokens)} lines but {tgt} has {len(tgt_tokens)}")
     lengths = ([ids[-1] + 1 for ids in src_ids], [ids[-1] + 1 for ids in tgt_ids])
-    for bpe, counts, reference in zip((src, tgt), lengths, words or (), strict=False):
-        _check_word_counts(bpe, counts, reference)
+    if words is not None:
+        for bpe, counts, reference in zip((src, tgt), lengths, words, strict=True):
+            _check_word_counts(bpe, counts, reference)
     links = read_alignments(
         gold, fmt, one_based, reverse, lengths=lengths, keep_out_of_range=keep_out_of_range
     )

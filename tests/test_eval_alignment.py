@@ -11,7 +11,14 @@ import torch
 from data_sources import RealData
 
 from nmtvariants.cli import main
-from nmtvariants.corpora.alignments import GoldAlignment, parse_links, read_alignments
+from nmtvariants.corpora.alignments import (
+    GoldAlignment,
+    parse_links,
+    read_alignments,
+    read_bar_bitext,
+    read_snum_sentences,
+    read_token_counts,
+)
 from nmtvariants.errors import InputError
 from nmtvariants.evaluation.alignment import (
     alignment_error_rate,
@@ -116,11 +123,55 @@ def test_naacl_wpt_format(real_data: RealData, tmp_path: Path) -> None:
         read_alignments(tmp_path / "bad.wa", "hansards")
 
 
-def test_real_kftt_gold(real_data: RealData) -> None:
-    gold = read_alignments(real_data.file("alignments/ja-en-kftt/jaen.talp"), "talp")
+def test_real_kftt_gold(real_data: RealData, caplog: pytest.LogCaptureFixture) -> None:
+    folder = real_data("alignments/ja-en-kftt/jaen.talp", "alignments/ja-en-kftt/test.ja-en") / (
+        "alignments/ja-en-kftt"
+    )
+    # KFTT's talp copy is 0-based (index 0 occurs): read as talp's defined 1-based it is refused
+    with pytest.raises(InputError, match=r"jaen.talp:1: link '0-1' has index 0 .* pass --zero-based"):
+        read_alignments(folder / "jaen.talp", "talp")
+    gold = read_alignments(folder / "jaen.talp", "talp", one_based=False)
     assert len(gold) == 582
     assert sum(len(g.sure) for g in gold) == 13562  # README: 13,562 links, all sure
     assert all(g.possible == g.sure for g in gold)
+    # with the sentence lengths known, the 6 links past the end of 4 Japanese sentences are refused
+    # (README §4b: 0-based lines 350, 353-355), unless kept on purpose
+    pairs = read_bar_bitext(folder / "test.ja-en")
+    lengths = ([len(ja) for ja, _ in pairs], [len(en) for _, en in pairs])
+    with pytest.raises(InputError, match=r"jaen.talp: sentence 351: link \(17, 24\) .* \(6 such links"):
+        read_alignments(folder / "jaen.talp", "talp", one_based=False, lengths=lengths)
+    kept = read_alignments(folder / "jaen.talp", "talp", False, lengths=lengths, keep_out_of_range=True)
+    assert kept == gold and "6 such links" in caplog.text
+
+
+def test_talp_implies_one_based_and_the_aer_command_agrees_with_the_berkeley_copy(
+    real_data: RealData, tmp_path: Path
+) -> None:
+    """Issue 12: ``aer --format talp`` without --one-based read the 1-based file as 0-based."""
+    folder = hansards(real_data)
+    berkeley = read_alignments(folder / "test.align", "berkeley", reverse=True)  # (English, French)
+    assert read_alignments(folder / "crossalign.enfr.talp", "talp") == berkeley
+    assert parse_links("1-2 3p4", "talp") == parse_links("0-1 2?3")
+    # a hypothesis: every other sure link plus one wrong link per sentence
+    hyp = [set(sorted(g.sure)[::2]) | {(0, len(g.sure))} for g in berkeley]
+    write_pharaoh(tmp_path / "hyp", hyp)
+    expected = alignment_error_rate(hyp, berkeley)["aer"]
+
+    def aer(*flags: str) -> float:
+        out = tmp_path / "aer.json"
+        args = ["aer", "--gold", str(folder / "crossalign.enfr.talp"), "--format", "talp"]
+        assert main([*args, "--hyp", str(tmp_path / "hyp"), *flags, "--json", str(out)]) == 0
+        return json.loads(out.read_text())["aer"]
+
+    texts = ["--src", str(folder / "test.e"), "--tgt", str(folder / "test.f")]
+    assert aer() == aer("--one-based") == aer(*texts) == pytest.approx(expected)
+    assert abs(aer("--zero-based") - expected) > 0.1  # the old silent misreading
+    # with the sentences given, the misread base puts links past the sentence ends: refused
+    assert main(["aer", "--gold", str(folder / "crossalign.enfr.talp"), "--format", "talp",
+                 "--hyp", str(tmp_path / "hyp"), "--zero-based", *texts]) == 2  # fmt: skip
+    assert read_token_counts(folder / "test.e") == [len(s) for s in read_snum_sentences(folder / "test.e")]
+    with pytest.raises(InputError, match="1-based by definition"):
+        read_alignments(folder / "test.align", "hansards", one_based=False)
 
 
 def test_alignments_from_attention_merges_heads_and_takes_argmax() -> None:

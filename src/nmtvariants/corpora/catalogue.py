@@ -724,7 +724,9 @@ def _kftt_alignments() -> Corpus:
     )
     return Corpus(
         "kftt_jaen_align",
-        "KFTT Japanese-English gold alignments (582 test pairs, 0-based j-e sure links); original: "
+        "KFTT Japanese-English gold alignments (582 test pairs, 0-based j-e sure links: test.talp is a "
+        "0-based talp file, read it with --format talp --zero-based; 6 links lie past a sentence end, "
+        "--keep-out-of-range keeps them); original: "
         "http://www.phontron.com/kftt/download/kftt-alignments.tar.gz",
         Recipe((text, talp), extracts),
         lines={e.output: 582 for e in extracts},

@@ -1,4 +1,4 @@
-"""Sub-commands of the evaluation stage: evaluate, significance, contrawsd, aer, symmetrize, ...
+"""Sub-commands of the evaluation stage: evaluate, significance, contrawsd, aer, layer-aer, symmetrize, ...
 
 Each command is a thin wrapper: parse paths, call one library function, write JSON atomically, print
 a one-line summary on stdout for humans and logs.
@@ -72,18 +72,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_contrawsd)
 
     p = subparsers.add_parser("aer", help="alignment error rate against gold sure/possible links")
-    p.add_argument("--gold", type=Path, required=True)
     p.add_argument("--hyp", type=Path, required=True, help="Pharaoh i-j links, 0-based, source-target")
-    p.add_argument(
-        "--format",
-        default="pharaoh",
-        choices=["hansards", "pharaoh", "talp", "berkeley"],
-        help="gold format (default pharaoh: i-j sure, i?j possible)",
-    )
-    p.add_argument("--one-based", action="store_true", help="gold indices start at 1 (talp/pharaoh files)")
-    p.add_argument("--reverse-gold", action="store_true", help="gold lists target position first")
+    _add_gold_arguments(p)
+    p.add_argument("--src", type=Path, help="tokenised source sentences: reject gold links outside them")
+    p.add_argument("--tgt", type=Path, help="tokenised target sentences (with --src)")
     p.add_argument("--json", type=Path, default=None, help="also write the result as JSON")
     p.set_defaults(func=run_aer)
+
+    p = subparsers.add_parser(
+        "layer-aer",
+        help="AER and cumulative coverage of the cross-attention (SEM) alignment of every decoder layer",
+    )
+    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--vocab", type=Path, required=True)
+    p.add_argument("--src", type=Path, required=True, help="BPE'd source, one gold sentence per line")
+    p.add_argument("--tgt", type=Path, required=True, help="BPE'd target (teacher forcing)")
+    _add_gold_arguments(p)
+    p.add_argument(
+        "--src-words", type=Path, help="source in the gold's tokenisation: check the word count per line"
+    )
+    p.add_argument("--tgt-words", type=Path, help="target in the gold's tokenisation (with --src-words)")
+    p.add_argument("--head-merge", choices=["mean", "max"], default="mean", help="merge of the heads")
+    p.add_argument("--separator", default="@@", help="BPE continuation marker (default @@)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    p.add_argument("--output", type=Path, required=True, help="CSV, one row per decoder layer")
+    p.set_defaults(func=run_layer_aer)
 
     p = subparsers.add_parser("symmetrize", help="grow-diag-final-and of forward and reverse alignments")
     p.add_argument("--fwd", type=Path, required=True)
@@ -95,6 +110,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=["intersect", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and"],
     )
     p.set_defaults(func=run_symmetrize)
+
+
+def _add_gold_arguments(p: argparse.ArgumentParser) -> None:
+    """The gold file, its format and index base, its direction (shared by aer and layer-aer)."""
+    p.add_argument("--gold", type=Path, required=True)
+    p.add_argument(
+        "--format",
+        default="pharaoh",
+        choices=["hansards", "pharaoh", "talp", "berkeley"],
+        help="gold format (default pharaoh: i-j sure, i?j possible); the format implies its index base: "
+        "talp and hansards 1-based, pharaoh and berkeley 0-based",
+    )
+    base = p.add_mutually_exclusive_group()
+    base.add_argument(
+        "--one-based", dest="one_based", action="store_const", const=True, help="gold indices start at 1"
+    )
+    base.add_argument(
+        "--zero-based",
+        dest="one_based",
+        action="store_const",
+        const=False,
+        help="gold indices start at 0 (e.g. KFTT's jaen.talp, a 0-based talp file)",
+    )
+    p.add_argument("--reverse-gold", action="store_true", help="gold lists target position first")
+    p.add_argument(
+        "--keep-out-of-range",
+        action="store_true",
+        help="keep gold links outside their sentence (warning) instead of failing",
+    )
 
 
 def _comma_list(text: str) -> list[str]:
@@ -174,18 +218,61 @@ def run_contrawsd(args: argparse.Namespace) -> None:
 
 
 def run_aer(args: argparse.Namespace) -> None:
-    from nmtvariants.corpora.alignments import read_alignments
+    from nmtvariants.corpora.alignments import read_alignments, read_token_counts
     from nmtvariants.evaluation.alignment import alignment_error_rate
     from nmtvariants.evaluation.results import write_json
 
+    lengths = None
+    if (args.src is None) != (args.tgt is None):
+        raise ConfigError("aer: give both --src and --tgt (the tokenised sentences) or neither")
+    if args.src is not None:
+        lengths = (read_token_counts(args.src), read_token_counts(args.tgt))
     gold = read_alignments(
-        args.gold, args.format, one_based=args.one_based or None, reverse=args.reverse_gold
+        args.gold,
+        args.format,
+        one_based=args.one_based,
+        reverse=args.reverse_gold,
+        lengths=lengths,
+        keep_out_of_range=args.keep_out_of_range,
     )
     hyp = [g.possible for g in read_alignments(args.hyp, "pharaoh")]
     result = alignment_error_rate(hyp, gold)
     if args.json is not None:
         write_json(args.json, {**result, "gold": str(args.gold), "hyp": str(args.hyp), "format": args.format})
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}))
+
+
+def run_layer_aer(args: argparse.Namespace) -> None:
+    import torch
+
+    from nmtvariants.data.vocab import Vocabulary
+    from nmtvariants.evaluation.layer_alignment import layer_aer, read_alignment_set, write_layer_csv
+    from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.models import load_model
+
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be positive, got {args.batch_size}")
+    if (args.src_words is None) != (args.tgt_words is None):
+        raise ConfigError("layer-aer: give both --src-words and --tgt-words or neither")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    test_set = read_alignment_set(
+        args.src,
+        args.tgt,
+        args.gold,
+        args.format,
+        one_based=args.one_based,
+        reverse=args.reverse_gold,
+        keep_out_of_range=args.keep_out_of_range,
+        separator=args.separator,
+        words=None if args.src_words is None else (args.src_words, args.tgt_words),
+    )
+    model = load_model(args.checkpoint, map_location=args.device)
+    vocab = Vocabulary.load(args.vocab)
+    check_vocabulary(model, vocab, args.vocab)
+    rows = layer_aer(model, vocab, test_set, args.batch_size, args.device, args.head_merge)
+    write_layer_csv(args.output, rows)
+    print(" ".join(f"L{row['layer']}: aer={row['aer']:.3f} cc={row['coverage']:.3f}" for row in rows))
 
 
 def run_symmetrize(args: argparse.Namespace) -> None:

@@ -113,6 +113,45 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 ALIASES = {f"transformer_{name}": name for name in PRESETS}
 
+# Core-field overrides that make a preset follow one study's toolkit; they combine with the size preset
+# (``model_config("tiny", study_overrides("yang2020", "tiny"))``, or listed beside ``preset:`` in a
+# YAML) and leave the defaults the other studies use untouched.
+#
+# yang2020: Yang et al. (2020) trained FairSeq's Transformer-Base and -Big (seed brief §3.1), i.e.
+# fairseq's ``transformer_wmt_en_de`` / ``transformer_vaswani_wmt_en_de_big``: post-norm Add&Norm after
+# every sub-layer (the TEM/SEM/IFM split of analysis/decoder_modules.py is defined on it) and no
+# LayerNorm after the last layer (fairseq adds one only with normalize_before; our final_norm applies
+# to pre-norm only, False says so); biased Q/K/V/O projections and FFN (fairseq's Linear default);
+# attention and ReLU dropout 0.0 (fairseq's base_architecture); residual and embedding dropout from
+# the preset (0.1) except big, where Vaswani et al.'s EN-DE big setting (fairseq's big arch) uses 0.3
+# for both. Kept from our defaults: embeddings scaled by sqrt(d), sinusoidal positions, LayerNorm eps
+# 1e-5, one embedding table for source, target and output (the paper's joint 40k BPE allows it; the
+# paper does not say) and Glorot-uniform weights (fairseq draws embeddings from N(0, d^-1/2)).
+STUDY_OVERRIDES: dict[str, dict[str, Any]] = {
+    "yang2020": dict(
+        norm="post",
+        final_norm=False,
+        attention_bias=True,
+        ffn_bias=True,
+        attention_dropout=0.0,
+        relu_dropout=0.0,
+        relu_dropout_at="hidden",
+    ),
+}
+STUDY_PRESET_OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
+    ("yang2020", "big"): dict(residual_dropout=0.3, embedding_dropout=0.3),
+}
+
+
+def study_overrides(study: str, preset: str = "base") -> dict[str, Any]:
+    """The core-field overrides of ``study`` for the size ``preset`` (see :data:`STUDY_OVERRIDES`)."""
+    if study not in STUDY_OVERRIDES:
+        raise ConfigError(f"no model overrides for study {study!r}; known: {', '.join(STUDY_OVERRIDES)}")
+    name = ALIASES.get(preset, preset)
+    if name not in PRESETS:
+        raise ConfigError(f"model.preset: unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    return {**STUDY_OVERRIDES[study], **STUDY_PRESET_OVERRIDES.get((study, name), {})}
+
 
 def model_config(
     preset: str = "base",

@@ -97,10 +97,8 @@ class _CombinedCross(CrossAttentionBlock):
 
     def add(self, x: torch.Tensor, h: torch.Tensor, dropped: torch.Tensor) -> torch.Tensor:
         """The residual around an already dropped-out output (``SubLayer._residual`` without its dropout)."""
-        if self.pre_norm:
-            out = (h if self.residual_from_normed else x) + dropped
-        else:
-            out = self.norm(x + dropped)
+        base = h if self.residual_from_normed else x
+        out = base + dropped if self.pre_norm else self.norm(x + dropped)
         recorder = self.hooks.recorder
         if recorder is not None:
             recorder.put(f"{self.name}.out", dropped)

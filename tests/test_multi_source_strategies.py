@@ -10,12 +10,20 @@ import math
 import pytest
 import torch
 from model_fixtures import single_thread
-from test_multi_encoder import TWO_PLUS_FEATURES, batch_inputs, make_model, naive_beam_search, targets
+from test_multi_encoder import (
+    SMALL,
+    TWO_PLUS_FEATURES,
+    VOCAB,
+    batch_inputs,
+    make_model,
+    naive_beam_search,
+    targets,
+)
 
 from nmtvariants.cli import main
 from nmtvariants.errors import ConfigError
 from nmtvariants.inference.beam_search import beam_search
-from nmtvariants.models import Memory, capture, count_parameters
+from nmtvariants.models import Memory, build_model, capture, count_parameters, model_config
 from nmtvariants.models.interfaces import StackContext
 from nmtvariants.plugins.multi_source import FlatCross, HierarchicalCross, ParallelCross
 
@@ -48,50 +56,66 @@ def attention64(query: torch.Tensor, states: torch.Tensor, attn) -> torch.Tensor
     return torch.cat(heads, dim=-1) @ w["o_proj"].T
 
 
-def reference64(block, x: torch.Tensor, states: list[torch.Tensor], lengths: list[list[int]]) -> torch.Tensor:
-    """Eqs 4-8 (seed brief §4.2), pre-norm, no dropout; sentence b sees memory i's first lengths[i][b]
-    rows."""
+def reference64(
+    block, x: torch.Tensor, states: list[torch.Tensor], lengths: list[list[int]], post: bool, causal: int
+) -> torch.Tensor:
+    """Eqs 4-8 (seed brief §4.2) without dropout, one sentence b and query t at a time: memory i's first
+    lengths[i][b] rows, only the first t + 1 of them for the ``causal``-th memory. Pre-norm: queries
+    LN(x), output x + y; post-norm: queries x, output LN(x + y)."""
     out = torch.zeros(x.shape, dtype=torch.float64)
     for b in range(x.size(0)):
         xb = x[b].double()
-        q = layer_norm64(xb, block.norm)
-        real = [s[b, : n[b]].double() for s, n in zip(states, lengths, strict=True)]
-        if isinstance(block, FlatCross):
-            out[b] = xb + attention64(q, torch.cat(real), block.attns[0])
-            continue
-        contexts = [attention64(q, s, attn) for s, attn in zip(real, block.attns, strict=True)]
-        if isinstance(block, ParallelCross) and not isinstance(block, HierarchicalCross):
-            out[b] = xb + sum(contexts)
-            continue
-        for t in range(x.size(1)):  # second level: one query over the N contexts of position t
-            stacked = torch.stack([c[t] for c in contexts])
-            out[b, t] = xb[t] + attention64(q[t : t + 1], stacked, block.hier)[0]
+        q = xb if post else layer_norm64(xb, block.norm)
+        for t in range(x.size(1)):
+            real = [
+                s[b, : min(n[b], t + 1) if i == causal else n[b]].double()
+                for i, (s, n) in enumerate(zip(states, lengths, strict=True))
+            ]
+            query = q[t : t + 1]
+            if isinstance(block, FlatCross):
+                y = attention64(query, torch.cat(real), block.attns[0])[0]
+            else:
+                contexts = [attention64(query, s, attn)[0] for s, attn in zip(real, block.attns, strict=True)]
+                if isinstance(block, HierarchicalCross):  # second level: over the N contexts of position t
+                    y = attention64(query, torch.stack(contexts), block.hier)[0]
+                else:
+                    y = sum(contexts)
+            out[b, t] = layer_norm64(xb[t] + y, block.norm) if post else xb[t] + y
     return out
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_strategy_equals_its_equations_in_float64(strategy):
+@pytest.mark.parametrize(
+    ("strategy", "norm", "causal"),
+    [(s, "pre", -1) for s in STRATEGIES] + [(s, "post", 0) for s in STRATEGIES],
+)
+def test_strategy_equals_its_equations_in_float64(strategy, norm, causal):
+    """Random states with padding (garbage behind it), two text memories of other lengths and a feature
+    grid; in the post-norm cases the first memory is causal (query t sees its first t + 1 positions)."""
     extra = {"hier_heads": 2} if strategy == "hierarchical" else {}
-    model = make_model({**TWO_PLUS_FEATURES, "strategy": strategy, **extra}, seed=21)
-    block = model.decoder_layers[1].cross_attn
-    assert {"parallel": ParallelCross, "flat": FlatCross, "hierarchical": HierarchicalCross}[
-        strategy
-    ] is type(block)
+    torch.manual_seed(21)
+    cfg = model_config(
+        "tiny",
+        overrides={**SMALL, "norm": norm},
+        variant={"multi_source": {**TWO_PLUS_FEATURES, "strategy": strategy, **extra}},
+    )
+    block = build_model(cfg, VOCAB).eval().decoder_layers[1].cross_attn
+    kinds = {"parallel": ParallelCross, "flat": FlatCross, "hierarchical": HierarchicalCross}
+    assert type(block) is kinds[strategy]
     generator = torch.Generator().manual_seed(22)
     batch, queries = 4, 5
     x = torch.randn(batch, queries, D, generator=generator)
     lengths = [[7, 2, 5, 4], [1, 6, 3, 6], [3, 3, 3, 3]]  # two padded sources of other lengths, a grid
     states = [torch.randn(batch, max(n), D, generator=generator) for n in lengths]
     memories = [
-        Memory(s, torch.arange(s.size(1))[None, :] >= torch.tensor(n)[:, None])
-        for s, n in zip(states, lengths, strict=True)
+        Memory(s, torch.arange(s.size(1))[None, :] >= torch.tensor(n)[:, None], causal=i == causal)
+        for i, (s, n) in enumerate(zip(states, lengths, strict=True))
     ]
     for memory in memories:  # garbage behind the padding must not matter
         memory.states[memory.pad_mask] = 1e3
     ctx = StackContext(side="decoder", embeddings=x, history=[x])
     with torch.no_grad():
-        got = block(x, ctx, memories, [m.attend_mask() for m in memories])
-        expected = reference64(block, x, states, lengths)
+        got = block(x, ctx, memories, [m.attend_mask(queries) for m in memories])
+        expected = reference64(block, x, states, lengths, post=norm == "post", causal=causal)
     torch.testing.assert_close(got.double(), expected, atol=2e-5, rtol=1e-5)
     if strategy == "hierarchical":
         assert block.hier.n_heads == 2
@@ -233,3 +257,16 @@ def test_count_params_command_builds_every_strategy(capsys):
     attention, layers = 4 * 64 * 64, 2  # tiny: d_model 64, two decoder layers, bias-free Q/K/V/O
     assert counts["parallel"] - counts["flat"] == layers * 2 * attention
     assert counts["hierarchical"] - counts["parallel"] == layers * attention
+
+
+def test_hierarchical_second_level_uses_the_main_dropout_rate():
+    """Neural Monkey's NOTE: the second-level attention dropout is the main (residual) dropout rate."""
+    torch.manual_seed(32)
+    cfg = model_config(
+        "tiny",
+        overrides={**SMALL, "residual_dropout": 0.3, "attention_dropout": 0.05},
+        variant={"multi_source": {"sources": 2, "strategy": "hierarchical"}},
+    )
+    block = build_model(cfg, VOCAB).decoder_layers[0].cross_attn
+    assert block.hier.dropout == 0.3 and [a.dropout for a in block.attns] == [0.05, 0.05]
+    assert block.hier.n_heads == cfg.n_heads  # hier_heads defaults to the model's heads

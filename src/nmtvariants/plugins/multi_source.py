@@ -38,7 +38,9 @@ flat caches the concatenation of the memories' keys/values under its shared proj
 (keys, values) pair, memory rows first, so that beam search selects its rows like any other). The
 hierarchical second-level attention weights are recorded (``capture(attention=True)``) as
 ``decoder.layers.{l}.cross.hier.weights`` of shape [rows * T, heads, 1, N]: the weight of each memory
-at each query position, the quantity of the paper's appendix figures.
+at each query position, the quantity of the paper's appendix figures; the per-memory attentions of
+parallel and hierarchical as ``...cross.{i}.weights``; flat's one attention as ``...cross.weights``
+[rows, heads, T, S_1 + ... + S_N], whose mass over each memory's slice is its share of the attention.
 """
 
 from __future__ import annotations

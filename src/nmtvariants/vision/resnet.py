@@ -3,7 +3,10 @@
 The paper uses "the last convolutional layer of a ResNet trained on ImageNet"; the depth is unstated
 (seed brief §4.3, open question 8), so it is a setting (18/34/50/101/152, default 50) and the features
 are torchvision's ``layer4`` output: [2048, H/32, W/32] for ResNet-50 (7x7 at 224 px), 512 channels
-for ResNet-18/34.
+for ResNet-18/34. Resolution: ``size`` x ``size`` (224 by default, torchvision's ImageNet size; Neural
+Monkey's script fed TF-slim ResNet-v2 229 px images scaled to [0, 1], giving 8 x 8 x 2048; the official
+Multi30k features are ResNet-50 res4f 14 x 14 x 1024, not the last block). Pixels are normalised with
+the ImageNet mean and standard deviation that torchvision's weights were trained with.
 
 Weights:
 

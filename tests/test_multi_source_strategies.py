@@ -270,3 +270,31 @@ def test_hierarchical_second_level_uses_the_main_dropout_rate():
     block = build_model(cfg, VOCAB).decoder_layers[0].cross_attn
     assert block.hier.dropout == 0.3 and [a.dropout for a in block.attns] == [0.05, 0.05]
     assert block.hier.n_heads == cfg.n_heads  # hier_heads defaults to the model's heads
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_recorded_attention_weights_cover_every_memory_and_skip_padding(strategy):
+    model = make_model({**TWO_PLUS_FEATURES, "strategy": strategy}, seed=33)
+    generator = torch.Generator().manual_seed(34)
+    inputs, _ = batch_inputs(generator, 3)
+    tgt = targets(generator, 3, 4)
+    with torch.no_grad():
+        memories = model.encode_inputs(inputs)
+        with capture(model, attention=True) as rec:
+            model.decode(tgt, memories)
+    pads = [m.pad_mask for m in memories]
+    if strategy == "flat":
+        weights = rec["decoder.layers.1.cross.weights"][0]  # [B, H, T, S_1 + S_2 + R]
+        assert weights.size(-1) == sum(p.size(1) for p in pads)
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+        assert torch.all(weights[torch.cat(pads, 1)[:, None, None, :].expand_as(weights)] == 0)
+        shares = [w.sum(-1) for w in weights.split([p.size(1) for p in pads], dim=-1)]
+        assert all(torch.all(share > 0) for share in shares)
+        return
+    for i, pad in enumerate(pads):
+        weights = rec[f"decoder.layers.1.cross.{i}.weights"][0]
+        assert torch.all(weights[pad[:, None, None, :].expand_as(weights)] == 0)
+    if strategy == "hierarchical":
+        hier = rec["decoder.layers.1.cross.hier.weights"][0]
+        assert hier.shape == (3 * 4, 4, 1, 3)
+        torch.testing.assert_close(hier.sum(-1), torch.ones(hier.shape[:-1]))

@@ -126,6 +126,11 @@ def test_random_weights_are_the_documented_fixed_seed_initialisation(split, tmp_
     for row, name in zip(one, names, strict=True):
         expected = torchvision_features(model, folder / name)
         torch.testing.assert_close(torch.from_numpy(row).float(), expected, rtol=2e-3, atol=2e-3)
+    coco = tmp_path / "coco.txt"  # Multi30k's MSCOCO lists: file name + "#<caption id>"
+    coco.write_text(f"{names[3]}#367178\n{names[1]}#12\n")
+    assert run(folder, coco, tmp_path / "coco.npy", "--seed", "7") == 0
+    assert (tmp_path / "coco.ids.txt").read_text().splitlines() == [f"{names[3]}#367178", f"{names[1]}#12"]
+    np.testing.assert_allclose(np.load(tmp_path / "coco.npy"), one[[3, 1]], rtol=2e-3, atol=2e-3)
     meta = json.loads((tmp_path / "one.json").read_text())
     assert meta["weights"] == "random" and meta["imagenet"] is False and meta["seed"] == 7
 

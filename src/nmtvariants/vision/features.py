@@ -1,7 +1,8 @@
 """Extract a split's image features and store them: ``F.npy`` float16 [images, regions, channels] in the
 order of the split's image list, ``F.ids.txt`` the image ids in that order (one per line, as in the
-list), ``F.json`` how they were made (depth, weights, size; ``weights: random`` marks features that are
-not ImageNet features).
+list, e.g. Multi30k's ``1000092795.jpg`` or MSCOCO's ``COCO_val2014_000000398076.jpg#657409``, whose
+file is the part before ``#``), ``F.json`` how they were made (depth, weights, size; ``weights: random``
+marks features that are not ImageNet features).
 
 Images are resized to ``size`` x ``size`` (bilinear, PIL), scaled to [0, 1] and normalised with the
 ImageNet mean and standard deviation, then run through the ResNet in eval mode (BatchNorm uses its
@@ -37,16 +38,22 @@ def sidecars(output: Path) -> tuple[Path, Path]:
     return output.with_name(f"{output.stem}.ids.txt"), output.with_name(f"{output.stem}.json")
 
 
+def image_file(image_id: str) -> str:
+    """The file name of an image id: Multi30k's MSCOCO lists append ``#<caption id>`` to the file name."""
+    return image_id.split("#", 1)[0]
+
+
 def read_image_list(list_path: Path, images: Path) -> list[str]:
-    """The image names of a split list (one per line, relative to ``images``), each checked to exist."""
+    """The image ids of a split list (one per line; files relative to ``images``), each checked to exist."""
     names = []
     for number, line in enumerate(read_lines(list_path), start=1):
         name = line.strip()
         if not name:
             raise InputError(f"{list_path}:{number}: empty line; give one image file name per line")
-        if not (images / name).is_file():
+        if not (images / image_file(name)).is_file():
             raise InputError(
-                f"{list_path}:{number}: image {name} not found in {images}; put the split's images there"
+                f"{list_path}:{number}: image {image_file(name)} not found in {images}; put the split's "
+                "images there"
             )
         names.append(name)
     if not names:
@@ -96,7 +103,7 @@ def extract(
             chunk = names[start : start + batch_size]
             batch = torch.stack(
                 [
-                    load_image(images / name, size, f"{list_path}:{start + k + 1}")
+                    load_image(images / image_file(name), size, f"{list_path}:{start + k + 1}")
                     for k, name in enumerate(chunk)
                 ]
             )

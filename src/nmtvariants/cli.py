@@ -27,6 +27,7 @@ COMMAND_MODULES: list[str] = [
     "nmtvariants.training.cli",
     "nmtvariants.reporting.report_cli",
     "nmtvariants.analysis.cli",
+    "nmtvariants.vision.cli",
 ]
 
 

@@ -87,43 +87,56 @@ def test_similarity_equals_a_per_sentence_float64_loop(tmp_path):
     assert all(row["cosine"] == pytest.approx(1.0) for row in rows if row["layer"] == 0)
 
 
-def test_gate_statistics_equal_a_naive_loop_without_padding():
-    model, data = tiny_model({"shortcuts": {"kind": "lexical"}}), random_pairs(9, seed=2)
+GATES = {
+    "self": [(side, "self") for side in ("encoder", "decoder")],
+    "both": [("encoder", "self"), ("decoder", "self"), ("decoder", "cross")],
+    "cross": [("decoder", "cross")],
+}
+
+
+@pytest.mark.parametrize(
+    ("options", "attentions"),
+    [
+        ({"kind": "lexical"}, "self"),
+        ({"kind": "lexical", "cross_attention": True}, "both"),
+        ({"kind": "feature_fusion", "self_attention": "none", "cross_attention": True}, "cross"),
+    ],
+)
+def test_gate_statistics_equal_a_naive_loop_without_padding(options, attentions):
+    model, data = tiny_model({"shortcuts": options}), random_pairs(9, seed=2)
     with single_thread():
-        rows = gate_statistics(model, data, "lexical", batch_size=4)  # batches of 4: padding to exclude
+        rows = gate_statistics(model, data, "sc", batch_size=4)  # batches of 4: padding to exclude
         captured = [per_sentence_capture(model, data, i) for i in range(len(data))]
-    expected_names = [
-        f"{side}.layers.{i}.self.{gate}_gate"
+    expected = [
+        f"{side}.layers.{i}.{attention}.{gate}_gate"
         for side in ("encoder", "decoder")
         for i in range(2)
+        for attention in ("self", "cross")
+        if (side, attention) in GATES[attentions]
         for gate in ("key", "value")
     ]
-    assert [row["name"] for row in rows] == expected_names
+    assert [row["name"] for row in rows] == expected
     for row in rows:
         total = squares = above = elements = positions = 0
         for records in captured:
             gates = records[row["name"]]
             positions += gates.shape[0]
             for value in gates.flatten().tolist():
-                total, squares, above, elements = (
-                    total + value,
-                    squares + value**2,
-                    above + (value > 0.5),
-                    elements + 1,
-                )
+                total, squares = total + value, squares + value**2
+                above, elements = above + (value > 0.5), elements + 1
         mean = total / elements
         assert row["mean"] == pytest.approx(mean, abs=1e-6)
         assert row["std"] == pytest.approx(math.sqrt(squares / elements - mean**2), abs=1e-5)
         assert row["above_half"] == pytest.approx(above / elements, abs=1e-9)
         assert (row["positions"], row["elements"]) == (positions, elements)
-        assert row["layer"] == int(row["name"].split(".")[2]) + 1 and row["variant"] == "lexical"
-    # positions: every real position (</s> and <s> included), no padding
-    assert rows[0]["positions"] == int(data.src_lengths.sum())
-    assert rows[-1]["positions"] == int(data.tgt_lengths.sum())
+        assert row["layer"] == int(row["name"].split(".")[2]) + 1 and row["variant"] == "sc"
+        # every real position (</s> and <s> included), no padding; cross-attention gates the source
+        side = "encoder" if row["side"] == "encoder" or row["attention"] == "cross" else "decoder"
+        assert positions == int((data.src_lengths if side == "encoder" else data.tgt_lengths).sum())
 
 
 def test_gate_statistics_need_a_shortcut_model():
-    with pytest.raises(ConfigError, match="no self-attention gates"):
+    with pytest.raises(ConfigError, match="no shortcut gates"):
         gate_statistics(tiny_model(), random_pairs(2))
 
 
@@ -298,6 +311,10 @@ def test_similarity_and_gate_stats_commands(setup, tmp_path):
         assert main(args) == 0
     gates = read_csv(tmp_path / "g.csv")
     assert len(gates) == 8 and {row["variant"] for row in gates} == {"ff"}
+    assert list(gates[0]) == [
+        *("variant", "side", "layer", "attention", "gate", "name"),
+        *("mean", "std", "above_half", "positions", "elements"),
+    ]
     assert [int(r["positions"]) for r in gates] == [7] * 4 + [8] * 4  # (3 + 2) + 2 </s>; (2 + 4) + 2 <s>
 
 
@@ -337,4 +354,4 @@ def test_bad_input_is_one_line_and_exit_code_2(setup, tmp_path, capsys):
     with single_thread():
         assert main(args) == 2
     error = capsys.readouterr().err.strip()
-    assert len(error.splitlines()) == 1 and "no self-attention gates" in error
+    assert len(error.splitlines()) == 1 and "no shortcut gates" in error

@@ -341,6 +341,13 @@ def test_bad_input_is_one_line_and_exit_code_2(setup, tmp_path, capsys):
     assert main(args) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and "bad.parity:1" in error and "one label per BPE token" in error
+    for flags, message in (
+        (["--target-frequency", str(setup / "train.tgt")], "--target-frequency needs --vocab"),
+        (["--source-group", "pos"], "--source-group 'pos': expected NAME=FILE"),
+    ):
+        assert main([*args[:5], "--output", str(tmp_path / "p.csv"), *flags]) == 2
+        assert message in capsys.readouterr().err.strip()
+    assert not (tmp_path / "p.csv").exists()
 
     args = ["gate-stats", "--checkpoint", str(setup / "model.pt"), "--vocab", str(setup / "vocab.txt")]
     args += [

@@ -354,6 +354,12 @@ def run_layer_probes(args: argparse.Namespace) -> int:
     from nmtvariants.analysis.states import TokenStates, read_state_file
 
     _check_positive(args, "max_sentences", "max_tokens")
+    for part in ("source", "target"):
+        if getattr(args, f"{part}_frequency") and not args.vocab:
+            raise ConfigError(f"--{part}-frequency needs --vocab (the model's vocabulary)")
+        for spec in getattr(args, f"{part}_group"):
+            if not all(spec.partition("=")[::2]):
+                raise ConfigError(f"--{part}-group {spec!r}: expected NAME=FILE")
     if args.threads:
         torch.set_num_threads(args.threads)
     file = read_state_file(args.states)

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from data_sources import RealData
 from sacrebleu.metrics import BLEU
 
 from nmtvariants.cli import main
-from nmtvariants.data.extra_inputs import feature_rows
+from nmtvariants.data.batching import collate
+from nmtvariants.data.extra_inputs import ExtraInputFiles, feature_rows
+from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.evaluation.adversarial import (
     derange_features,
@@ -33,6 +36,7 @@ from nmtvariants.evaluation.evaluate import evaluate
 from nmtvariants.evaluation.meteor_ribes import load_wordnet, prepare_wordnet
 from nmtvariants.evaluation.results import write_scores_json
 from nmtvariants.fileio import read_lines, write_lines
+from nmtvariants.inference.examples import read_examples
 
 
 def is_derangement(perm: np.ndarray, n: int) -> bool:
@@ -109,6 +113,26 @@ def test_feature_derangement_moves_whole_rows_and_keeps_ids_consistent(tmp_path:
         assert np.array_equal(grid[rows][line], grid[row])  # whole rows move
         assert received[line] == ids[row]
     assert report["identical_copies"] == 0
+
+
+def test_deranged_index_feeds_translate_what_a_permuted_copy_would(tmp_path: Path) -> None:
+    """The cheap index (a few bytes per line) and a permuted copy of the array are the same input."""
+    ids = [f"{i}.jpg" for i in range(10)]
+    features, grid = make_features(tmp_path, ids)
+    src = [f"w{i} x" for i in range(10)]
+    write_lines(tmp_path / "test.en", src)
+    vocab = Vocabulary.build(src)
+    derange_features(features, tmp_path / "adv.index", 5)
+    np.save(tmp_path / "copy.npy", grid[derangement(10, 5, ids)])
+    batches = []
+    for extras in (
+        ExtraInputFiles(features=features, feature_index=tmp_path / "adv.index"),
+        ExtraInputFiles(features=tmp_path / "copy.npy"),
+    ):
+        data = read_examples(vocab, tmp_path / "test.en", src, extras=extras)  # what translate reads
+        batches.append(collate(data, np.arange(len(data))).inputs.features)
+    assert torch.equal(batches[0], batches[1])
+    assert not torch.equal(batches[0], torch.from_numpy(grid.astype(np.float32)))
 
 
 def test_feature_derangement_through_an_existing_index(tmp_path: Path) -> None:
@@ -285,3 +309,22 @@ def test_multi30k_mode_from_the_cli_and_its_conflicts(multi30k: dict[str, Path],
     assert main([*args, "--tokenize", "13a"]) == 2
     with pytest.raises(ConfigError, match="tok-bleu"):
         evaluate(multi30k["hyp"], multi30k["ref"], "en", ["tok-bleu"], preprocess="multi30k")
+
+
+def test_feature_derangement_errors_name_the_file(tmp_path: Path) -> None:
+    features, _ = make_features(tmp_path, [f"{i}.jpg" for i in range(4)])
+    write_lines(tmp_path / "bad.index", ["1", "9"])
+    with pytest.raises(
+        InputError, match=r"bad\.index:2: feature row 9 is outside .*test\.npy, which has 4 rows"
+    ):
+        derange_features(features, tmp_path / "o", 0, feature_index=tmp_path / "bad.index")
+    write_lines(tmp_path / "test.ids.txt", ["0.jpg", "1.jpg"])
+    with pytest.raises(InputError, match=r"test\.ids\.txt: 2 image ids but .*test\.npy has 4 rows"):
+        derange_features(features, tmp_path / "o", 0)
+    (tmp_path / "test.ids.txt").unlink()
+    with pytest.raises(InputError, match="an ids output needs the features' image ids"):
+        derange_features(features, tmp_path / "o", 0, ids_output=tmp_path / "o.ids")
+    write_lines(tmp_path / "t.en", ["a", "b"])
+    args = ["derange", "--input", str(tmp_path / "t.en"), "--output", str(tmp_path / "o"), "--seed", "0"]
+    assert main([*args, "--feature-index", str(tmp_path / "bad.index")]) == 2
+    assert not (tmp_path / "o").exists()

@@ -1,4 +1,4 @@
-"""Sub-commands of the evaluation stage: evaluate, significance, contrawsd, aer, layer-aer, symmetrize, ...
+"""Sub-commands of the evaluation stage: evaluate, significance, derange, adversarial-summary, aer, ...
 
 Each command is a thin wrapper: parse paths, call one library function, write JSON atomically, print
 a one-line summary on stdout for humans and logs.
@@ -32,10 +32,50 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="folder for the WordNet copy METEOR needs (default $NMTVARIANTS_NLTK_DATA or ~/.cache)",
     )
+    p.add_argument(
+        "--preprocess",
+        choices=["none", "multi30k"],
+        default="none",
+        help="multi30k: lowercase + Moses-normalise + tokenise hypothesis and raw references, then score "
+        "whitespace tokens (the WMT multimodal evaluation; see evaluation/evaluate.py)",
+    )
     p.add_argument("--system", required=True, help="system name recorded in the JSON")
     p.add_argument("--testset", required=True, help="test-set name recorded in the JSON")
     p.add_argument("--json", type=Path, required=True, help="output JSON")
     p.set_defaults(func=run_evaluate)
+
+    p = subparsers.add_parser(
+        "derange", help="adversarial input: a seeded derangement of a test set's lines or image features"
+    )
+    p.add_argument("--input", type=Path, required=True, help="text file, or F.npy with --kind features")
+    p.add_argument("--output", type=Path, required=True, help="deranged text, or a feature index file")
+    p.add_argument("--seed", type=int, required=True, help="seed of the derangement (one file per seed)")
+    p.add_argument(
+        "--kind",
+        choices=["text", "features"],
+        default="text",
+        help="text: permute lines; features: write a 1-based --feature-index file for translate",
+    )
+    p.add_argument(
+        "--feature-index", type=Path, default=None, help="features: the clean run's feature index, if any"
+    )
+    p.add_argument("--ids-output", type=Path, default=None, help="features: image id of each line")
+    p.set_defaults(func=run_derange)
+
+    p = subparsers.add_parser(
+        "adversarial-summary", help="clean vs mean/std adversarial scores per randomised input (CSV/JSON)"
+    )
+    p.add_argument("--clean", type=Path, required=True, help="score JSON of the clean run (evaluate)")
+    p.add_argument(
+        "--run",
+        action="append",
+        required=True,
+        help="NAME=SCORES.json of one adversarial run (repeat: one per seed and randomised input)",
+    )
+    p.add_argument("--metrics", default="bleu,meteor", help="comma list of metrics (default bleu,meteor)")
+    p.add_argument("--json", type=Path, default=None, help="output JSON")
+    p.add_argument("--csv", type=Path, default=None, help="output CSV")
+    p.set_defaults(func=run_adversarial_summary)
 
     p = subparsers.add_parser("significance", help="paired bootstrap test of a system against a baseline")
     p.add_argument("--baseline", type=Path, required=True)
@@ -149,10 +189,45 @@ def run_evaluate(args: argparse.Namespace) -> None:
     from nmtvariants.evaluation.evaluate import evaluate
     from nmtvariants.evaluation.results import write_scores_json
 
-    scores = evaluate(args.hyp, args.ref, args.lang, _comma_list(args.metrics), args.tokenize, args.nltk_data)
+    scores = evaluate(
+        args.hyp,
+        args.ref,
+        args.lang,
+        _comma_list(args.metrics),
+        args.tokenize,
+        args.nltk_data,
+        args.preprocess,
+    )
     write_scores_json(args.json, args.system, args.testset, scores)
     summary = " ".join(f"{name}={record['score']:.2f}" for name, record in scores["scores"].items())
     print(f"{args.system} {args.testset}: {summary}")
+
+
+def run_derange(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.adversarial import derange_features, derange_text_file
+
+    if args.kind == "text":
+        if args.feature_index is not None or args.ids_output is not None:
+            raise ConfigError("derange: --feature-index and --ids-output go with --kind features")
+        report = derange_text_file(args.input, args.output, args.seed)
+    else:
+        report = derange_features(args.input, args.output, args.seed, args.feature_index, args.ids_output)
+    print(
+        f"{report['items']} {args.kind} items deranged (seed {args.seed}) -> {args.output}; "
+        f"{report['identical_copies']} unavoidable identical copies"
+    )
+
+
+def run_adversarial_summary(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.adversarial import parse_runs, summarize_adversarial, write_summary
+
+    if args.json is None and args.csv is None:
+        raise ConfigError("adversarial-summary: give --json and/or --csv")
+    summary = summarize_adversarial(args.clean, parse_runs(args.run), _comma_list(args.metrics))
+    write_summary(summary, args.json, args.csv)
+    for row in summary["rows"]:
+        parts = [f"{m} {row[f'{m}_clean']:.2f} -> {row[f'{m}_adv_mean']:.2f}" for m in summary["metrics"]]
+        print(f"{row['randomised']} ({row['runs']} runs): " + ", ".join(parts))
 
 
 def run_significance(args: argparse.Namespace) -> None:

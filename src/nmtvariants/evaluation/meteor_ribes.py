@@ -20,6 +20,7 @@ import re
 import shutil
 import warnings
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,8 @@ def meteor(
         "score": score,
         "signature": f"nltk-meteor|wordnet:{wordnet.get_version()}|tok:{tokenize or default_tokenizer(lang)}"
         "|alpha:0.9|beta:3.0|gamma:0.5|case:lc|corpus:mean-of-sentences",
+        "implementation": f"nltk.translate.meteor_score.meteor_score, nltk {version('nltk')}",
+        "wordnet": f"WordNet {wordnet.get_version()} from Debian ({INSTALL_HINT})",
     }
     if lang.lower().split("-")[0] != "en":
         record["note"] = (

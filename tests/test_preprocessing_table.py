@@ -6,6 +6,8 @@ raw lines.
 The corpus is lower-case text whose tokens are already separated by spaces (plus one line with
 attached punctuation, split here by hand), so the tokenised and truecased forms are known without
 running the tokenizer or the truecaser; three pairs are built to be dropped, one per reason.
+The workflow run is slow (a dozen jobs); a fast test runs the same commands in this process and
+checks the table function the script calls.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import pytest
 import yaml
 from workflow_configs import default_config_with
 
+from nmtvariants.cli import main
 from nmtvariants.fileio import read_lines, write_lines
+from nmtvariants.reporting.preprocessing import PairFiles, preprocessing_table
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -143,9 +147,7 @@ def test_rows_and_columns(workflow):
     assert text.startswith("# Preprocessing\n") and "clean-corpus-n.perl" in text
 
 
-@pytest.mark.slow
-def test_cleaning_counts_match_the_hand_made_corpus(workflow):
-    frame = pd.read_csv(workflow / "results" / "tables" / "preprocessing.csv")
+def check_cleaning_counts(frame: pd.DataFrame) -> None:
     pairs = len(train_pairs())
     assert frame["train pairs in"].tolist() == [pairs, pairs]
     assert frame["kept"].tolist() == [len(KEPT) + 1] * 2
@@ -157,10 +159,7 @@ def test_cleaning_counts_match_the_hand_made_corpus(workflow):
         assert row["word types"] == len({token for line in kept for token in line})
 
 
-@pytest.mark.slow
-def test_bpe_and_vocabulary_counts(workflow):
-    frame = pd.read_csv(workflow / "results" / "tables" / "preprocessing.csv")
-    bpe = workflow / "data" / "hand" / "en-de" / "bpe"
+def check_bpe_counts(frame: pd.DataFrame, bpe: Path) -> None:
     all_types: set[str] = set()
     for side, (row, lang) in enumerate(zip(frame.to_dict("records"), ("en", "de"), strict=True)):
         segmented = [line.split() for line in read_lines(bpe / f"train.{lang}")]
@@ -177,6 +176,17 @@ def test_bpe_and_vocabulary_counts(workflow):
 
 
 @pytest.mark.slow
+def test_cleaning_counts_match_the_hand_made_corpus(workflow):
+    check_cleaning_counts(pd.read_csv(workflow / "results" / "tables" / "preprocessing.csv"))
+
+
+@pytest.mark.slow
+def test_bpe_and_vocabulary_counts(workflow):
+    frame = pd.read_csv(workflow / "results" / "tables" / "preprocessing.csv")
+    check_bpe_counts(frame, workflow / "data" / "hand" / "en-de" / "bpe")
+
+
+@pytest.mark.slow
 def test_round_trip_columns_by_hand(workflow):
     """The truecaser learned lower-case nouns from the lower-case training text, so the German test
     lines lose their capitalised nouns ("Hund", "Park", "Mann") on the way back: both differ only in
@@ -184,3 +194,106 @@ def test_round_trip_columns_by_hand(workflow):
     frame = pd.read_csv(workflow / "results" / "tables" / "preprocessing.csv")
     assert frame["round-trip exact %"].tolist() == [100.0, 0.0]
     assert frame["round-trip mismatches"].tolist() == ["none", f"case {len(TEST)}"]
+
+
+def test_table_from_the_commands_run_in_process(tmp_path):
+    """The same chain without Snakemake (each command through the CLI entry point, in this process),
+    then the table function the script calls: fast enough for the default suite. The round trip is
+    left to the workflow test above."""
+    raw, work = tmp_path / "raw", tmp_path / "work"
+    raw.mkdir()
+    work.mkdir()
+    langs = ("en", "de")
+    for side, lang in enumerate(langs):
+        write_lines(raw / f"train.{lang}", [pair[side] for pair in train_pairs()])
+        assert (
+            main(
+                [
+                    "tokenize",
+                    "-l",
+                    lang,
+                    "--no-escape",
+                    "-o",
+                    str(work / f"tok.{lang}"),
+                    str(raw / f"train.{lang}"),
+                ]
+            )
+            == 0
+        )
+    clean = [f"--min={CLEAN['min']}", f"--max={CLEAN['max']}", f"--ratio={CLEAN['ratio']}"]
+    assert (
+        main(
+            [
+                *("clean", "--src-in", str(work / "tok.en"), "--tgt-in", str(work / "tok.de")),
+                *("--src-out", str(work / "clean.en"), "--tgt-out", str(work / "clean.de"), *clean),
+                *("--report", str(work / "drops.json")),
+            ]
+        )
+        == 0
+    )
+    for lang in langs:
+        assert (
+            main(
+                ["truecase", "train", "--model", str(work / f"tc-model.{lang}"), str(work / f"clean.{lang}")]
+            )
+            == 0
+        )
+        assert (
+            main(
+                [
+                    "truecase",
+                    "apply",
+                    "--model",
+                    str(work / f"tc-model.{lang}"),
+                    "-o",
+                    str(work / f"tc.{lang}"),
+                    str(work / f"clean.{lang}"),
+                ]
+            )
+            == 0
+        )
+    bpe = work / "bpe"
+    bpe.mkdir()
+    assert (
+        main(
+            [
+                *(
+                    "bpe",
+                    "learn",
+                    "--input",
+                    f"en={work / 'tc.en'}",
+                    "--input",
+                    f"de={work / 'tc.de'}",
+                    "-s",
+                    "30",
+                ),
+                *("--codes", str(bpe / "codes"), "--vocab-dir", str(bpe)),
+            ]
+        )
+        == 0
+    )
+    for lang in langs:
+        assert (
+            main(
+                [
+                    *("bpe", "apply", "--codes", str(bpe / "codes"), "--vocab", str(bpe / f"vocab.{lang}")),
+                    *("--threshold", "0", "-o", str(bpe / f"train.{lang}"), str(work / f"tc.{lang}")),
+                ]
+            )
+            == 0
+        )
+    assert main(["vocab", str(bpe / "train.en"), str(bpe / "train.de"), "-o", str(bpe / "vocab.txt")]) == 0
+
+    files = PairFiles(
+        corpus="hand",
+        pair="en-de",
+        drops_json=work / "drops.json",
+        vocab=bpe / "vocab.txt",
+        tokenized_train={lang: work / f"tok.{lang}" for lang in langs},
+        truecased_train={lang: work / f"tc.{lang}" for lang in langs},
+        bpe_train={lang: bpe / f"train.{lang}" for lang in langs},
+    )
+    frame = preprocessing_table([files])
+    assert list(frame.columns) == COLUMNS[:-2]  # no round-trip reports given, no round-trip columns
+    check_cleaning_counts(frame)
+    check_bpe_counts(frame, bpe)

@@ -1,0 +1,125 @@
+"""`scores-table` on score files written by the real `evaluate`: the rows, columns and values a user
+reads, checked against sacreBLEU's own corpus scores on the same files, and the signature notes."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import sacrebleu
+
+from nmtvariants.cli import main
+from nmtvariants.fileio import write_lines
+
+REFERENCE = [
+    "Ein Mann fährt mit dem Fahrrad die Straße entlang.",
+    "Zwei Kinder spielen im Park mit einem roten Ball.",
+    "Die Frau liest ein Buch auf der Bank.",
+    "Ein Hund läuft über die grüne Wiese.",
+    "Das Wetter ist heute sehr schön.",
+]
+SYSTEMS = {
+    "toy/en-de/baseline": [
+        "Ein Mann fährt mit dem Rad die Straße entlang.",
+        "Zwei Kinder spielen im Park mit einem Ball.",
+        "Die Frau liest ein Buch auf einer Bank.",
+        "Ein Hund rennt über die Wiese.",
+        "Das Wetter ist heute schön.",
+    ],
+    "toy/en-de/shortcuts": [
+        "Ein Mann fährt mit dem Fahrrad die Straße entlang.",
+        "Zwei Kinder spielen im Park mit einem roten Ball.",
+        "Eine Frau liest das Buch auf der Bank.",
+        "Ein Hund läuft über die grüne Wiese.",
+        "Heute ist das Wetter sehr schön.",
+    ],
+}
+
+
+@pytest.fixture
+def table(tmp_path):
+    """Evaluate both systems with the CLI, then build the table from the two score files."""
+    write_lines(tmp_path / "ref.de", REFERENCE)
+    score_files = []
+    for system, hypotheses in SYSTEMS.items():
+        variant = system.rsplit("/", 1)[1]
+        write_lines(tmp_path / f"{variant}.de", hypotheses)
+        out = tmp_path / f"{variant}.scores.json"
+        code = main(
+            [
+                *("evaluate", "--hyp", str(tmp_path / f"{variant}.de"), "--ref", str(tmp_path / "ref.de")),
+                *("-l", "de", "--metrics", "bleu,chrf,ter", "--system", system, "--testset", "toytest"),
+                *("--json", str(out)),
+            ]
+        )
+        assert code == 0
+        score_files.append(out)
+    md = tmp_path / "tables" / "scores.md"
+    code = main(["scores-table", *map(str, score_files), "--title", "Toy: quality", "--out", str(md)])
+    assert code == 0
+    return md, score_files
+
+
+def test_rows_columns_and_values_match_sacrebleu(table):
+    md, _ = table
+    frame = pd.read_csv(md.with_suffix(".csv"))
+    assert list(frame.columns) == ["experiment", "pair", "variant", "testset", "BLEU", "chrF", "TER"]
+    assert frame[["experiment", "pair", "variant", "testset"]].values.tolist() == [
+        ["toy", "en-de", "baseline", "toytest"],
+        ["toy", "en-de", "shortcuts", "toytest"],
+    ]
+    for row, hypotheses in zip(frame.to_dict("records"), SYSTEMS.values(), strict=True):
+        expected_bleu = sacrebleu.corpus_bleu(hypotheses, [REFERENCE]).score
+        expected_chrf = sacrebleu.corpus_chrf(hypotheses, [REFERENCE]).score
+        expected_ter = sacrebleu.corpus_ter(hypotheses, [REFERENCE]).score
+        assert row["BLEU"] == pytest.approx(expected_bleu, abs=1e-9)
+        assert row["chrF"] == pytest.approx(expected_chrf, abs=1e-9)
+        assert row["TER"] == pytest.approx(expected_ter, abs=1e-9)
+    # the two systems differ, so a table that repeated one row's numbers would fail above
+    assert frame.BLEU.iloc[0] != frame.BLEU.iloc[1]
+
+
+def test_markdown_shows_title_rounded_values_and_one_signature_per_metric(table):
+    md, _ = table
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("# Toy: quality\n")
+    bleu = sacrebleu.corpus_bleu(SYSTEMS["toy/en-de/shortcuts"], [REFERENCE]).score
+    row = next(line for line in text.splitlines() if "| shortcuts" in line)
+    assert f"{bleu:.2f}" in row
+    metric = sacrebleu.metrics.BLEU()
+    metric.corpus_score(SYSTEMS["toy/en-de/baseline"], [REFERENCE])
+    signature = str(metric.get_signature())
+    assert "tok:13a" in signature and f"version:{sacrebleu.__version__}" in signature
+    assert "Signatures:" in text and f"- BLEU: `{signature}`" in text
+    for label in ("chrF", "TER"):
+        assert sum(line.startswith(f"- {label}: `") for line in text.splitlines()) == 1
+    assert "disagree" not in text
+
+
+def test_provenance_lists_each_score_file_with_its_signatures(table):
+    md, score_files = table
+    record = json.loads(md.with_suffix(".provenance.json").read_text(encoding="utf-8"))
+    assert record["title"] == "Toy: quality"
+    assert [source["path"] for source in record["sources"]] == [p.as_posix() for p in score_files]
+    for source, system in zip(record["sources"], SYSTEMS, strict=True):
+        assert source["system"] == system and source["testset"] == "toytest"
+        assert set(source["signatures"]) == {"BLEU", "chrF", "TER"}
+        assert source["provenance"]["commit"]
+
+
+def test_disagreeing_tokenizers_are_stated_in_the_notes(tmp_path):
+    write_lines(tmp_path / "ref.de", REFERENCE)
+    write_lines(tmp_path / "hyp.de", SYSTEMS["toy/en-de/baseline"])
+    files = []
+    for tokenize in ("13a", "intl"):
+        out = tmp_path / f"{tokenize}.json"
+        args = ["evaluate", "--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de"), "-l", "de"]
+        args += ["--metrics", "bleu", "--tokenize", tokenize, "--system", f"toy/en-de/{tokenize}"]
+        assert main([*args, "--testset", "toytest", "--json", str(out)]) == 0
+        files.append(out)
+    md = tmp_path / "scores.md"
+    assert main(["scores-table", *map(str, files), "--title", "T", "--out", str(md)]) == 0
+    text = md.read_text(encoding="utf-8")
+    assert "- BLEU: **signatures disagree across rows**" in text
+    assert "tok:13a" in text and "tok:intl" in text

@@ -226,9 +226,9 @@ def build_report(
 ) -> str:
     """The markdown text of the report for the tables and figures under ``results_dir``."""
     results_dir, data_dir = Path(results_dir), Path(data_dir)
-    tables = sorted((results_dir / "tables").glob("*.md"))
+    tables = sorted((results_dir / "tables").rglob("*.md"))
     figures = sorted(
-        path for path in (results_dir / "figures").glob("*") if path.suffix.lower() in FIGURE_SUFFIXES
+        path for path in (results_dir / "figures").rglob("*") if path.suffix.lower() in FIGURE_SUFFIXES
     )
     provenance = Provenance(
         config_hash=config_hash(config),

@@ -31,4 +31,4 @@ rule report:
         config_json=json.dumps(config, sort_keys=True),
         commit=git_commit(workflow.basedir),
     shell:
-        "nmtvariants report --config-json {params.config_json:q} --out {output} > {log} 2>&1"
+        "nmtvariants report --config-json {params.config_json:q} --out {output:q} > {log:q} 2>&1"

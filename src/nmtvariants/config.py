@@ -187,6 +187,18 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
     in). Runs shared by several experiments get the largest of their resource requests."""
     runs: dict[str, TrainingRun] = {}
     for name, spec in config.get("experiments", {}).items():
+        corpora = config.get("corpora", {})
+        if spec["corpus"] not in corpora:
+            raise ConfigError(
+                f"experiments.{name}.corpus: {spec['corpus']!r} is not a configured corpus"
+                f" (corpora: {', '.join(corpora) or 'none'}); add it under `corpora:` or fix the name"
+            )
+        missing = [pair for pair in spec["pairs"] if pair not in corpora[spec["corpus"]]["pairs"]]
+        if missing:
+            raise ConfigError(
+                f"experiments.{name}.pairs: {', '.join(missing)} not among the pairs of corpus"
+                f" {spec['corpus']} ({', '.join(corpora[spec['corpus']]['pairs'])})"
+            )
         for pair in spec["pairs"]:
             for variant in spec["variants"]:
                 settings = run_settings(config, name, pair, variant)

@@ -5,7 +5,9 @@ software-env, code), and the rules are written so that they fire only for meanin
 - rules run the library through `shell:` (`nmtvariants ...`); the library is an imported package,
   so editing a module or a docstring is not a code change of any rule and re-runs nothing;
 - every parameter a job depends on reaches it through `params:` holding only that job's slice of
-  the config, so changing it re-runs exactly that job (and what consumes its outputs);
+  the config, so changing it re-runs exactly that job (and what consumes its outputs); training and
+  decoding settings also name their folders (models/runs/<run id>/decode/<decode id>/), so a
+  changed setting is a new run or decoding, trained once and shared by identical experiments;
 - a table rule depends only on its input files, so naming a table whose inputs exist runs only the
   aggregation.
 

@@ -237,8 +237,9 @@ def test_changing_a_parameter_reruns_exactly_the_affected_jobs(workflow, key, va
         if any("Params have changed since last execution" in reason for reason in reasons)
     }
     assert by_params == params_changed
-    for reason in planned.get("train", []) + planned.get("translate", []):
-        assert reason.startswith("reason: Missing output files"), reason  # a new run / decode folder
+    if params_changed <= {"train", "translate"}:  # a run or decoding setting: a new folder
+        for reason in planned.get("train", []) + planned.get("translate", []):
+            assert reason.startswith("reason: Missing output files"), reason
     if reruns is None:
         assert "train" in planned and "evaluate" in planned  # everything downstream
     else:

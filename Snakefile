@@ -44,6 +44,9 @@ for _study_rules in sorted(Path(workflow.basedir, "rules", "studies").glob("*.sm
     include: f"rules/studies/{_study_rules.name}"
 
 
+close_registries()
+
+
 include: "rules/report.smk"
 
 

@@ -124,9 +124,21 @@ def statistics_inputs():
 
 STUDY_OUTPUTS = {}  # study -> {"tables": [...], "figures": [...], "data": [...]}
 OUTPUT_FOLDERS = {"tables": "results/tables", "figures": "results/figures"}
+REGISTRIES_OPEN = [True]
+
+
+def close_registries():
+    """Called by the Snakefile once every study file is included: the report and `rule all` have
+    read the registries, so a later registration would be silently missed."""
+    REGISTRIES_OPEN[0] = False
 
 
 def _register(kind, study, paths):
+    if not REGISTRIES_OPEN[0]:
+        raise ValueError(
+            f"register_{kind[:-1]}({study!r}, ...) after the registries were closed: register"
+            " at the top level of rules/studies/<study>.smk"
+        )
     if not re.fullmatch(r"[a-z0-9_]+", study):
         raise ValueError(f"study name {study!r}: use lower-case letters, digits and _")
     outputs = STUDY_OUTPUTS.setdefault(study, {"tables": [], "figures": [], "data": []})

@@ -262,3 +262,15 @@ def test_the_budget_guard_catches_an_extra_run(tmp_path):
     spent = training_budget(path)
     assert spent["baseline"] == {"jobs": 1, "updates": 1200}  # `more` is the same run: shared
     assert over_budget(spent) == ["baseline: 1200 updates > quota 600"]
+
+
+def test_a_registration_after_the_report_was_planned_is_refused(workflow_copy):
+    """Registries close once the study files are included: a late one would miss `rule all`."""
+    snakefile = workflow_copy / "Snakefile"
+    snakefile.write_text(
+        snakefile.read_text(encoding="utf-8") + '\nregister_table("late", "results/tables/late/t.md")\n',
+        encoding="utf-8",
+    )
+    result = snakemake("-n", cwd=workflow_copy)
+    assert result.returncode != 0
+    assert "register_table('late', ...) after the registries were closed" in result.stdout + result.stderr

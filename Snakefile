@@ -1,6 +1,7 @@
 # nmtvariants: from raw corpora to the four studies' tables.
-#   snakemake --cores all                                  # the embedded default (config.yaml)
-#   snakemake --cores 8 results/tables/<table>.md          # one table and only what it needs
+#   snakemake --cores all                                     # the embedded default (config.yaml)
+#   snakemake --cores 8 results/tables/<study>/<table>.md     # one table and only what it needs
+#   snakemake --cores 8 <study>                               # every table and figure of a study
 #   snakemake --profile profiles/slurm --configfile experiments/<paper>.yaml
 from pathlib import Path
 
@@ -33,6 +34,19 @@ include: "rules/preprocess.smk"
 include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/tables.smk"
+
+
+# One file per study (rules/studies/<paper>.smk): its rules, and its tables, figures and data
+# needs registered with rules/common.smk. Included before the report, which lists what they
+# registered.
+for _study_rules in sorted(Path(workflow.basedir, "rules", "studies").glob("*.smk")):
+
+    include: f"rules/studies/{_study_rules.name}"
+
+
+close_registries()
+
+
 include: "rules/report.smk"
 
 
@@ -40,4 +54,16 @@ rule all:
     default_target: True
     input:
         all_tables(),
+        all_figures(),
+        all_study_data(),
         "results/report.md",
+
+
+# `snakemake <study>`: that study's tables, figures and data, and nothing else.
+for _study in studies():
+
+    rule:
+        name:
+            _study
+        input:
+            study_targets(_study),

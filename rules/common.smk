@@ -1,8 +1,15 @@
-import json
-import shlex
+import re
 
-# Shared names, wildcard constraints and target lists. Rules pass paths and parameters; all logic
-# lives in src/nmtvariants.
+from nmtvariants.config import (
+    canonical_json,
+    content_id,
+    decode_settings,
+    training_runs,
+)
+
+# Shared names, wildcard constraints and the target registries. Rules pass paths and parameters;
+# all logic lives in src/nmtvariants. Every value that reaches a `shell:` command is quoted there
+# (`{input:q}`, `{params.x:q}`); names and language codes are also narrowed by the schema.
 
 SPLITS = ["train", "valid", "test"]
 TOY_LANGS = [
@@ -36,6 +43,11 @@ wildcard_constraints:
     tgt="[a-z]+",
     lang="[a-z]+",
     split="[A-Za-z0-9_-]+",
+    experiment="[a-z0-9_]+",
+    variant="[A-Za-z0-9_-]+",
+    run="[0-9a-f]{12}",
+    decode="[0-9a-f]{12}",
+    last="[0-9]+",
 
 
 def as_list(value):
@@ -58,12 +70,19 @@ def corpus_splits(name):
 
 
 def raw_files(name):
-    return expand(
-        "data/{corpus}/raw/{split}.{lang}",
-        corpus=name,
-        split=corpus_splits(name),
-        lang=corpus_languages(name),
+    """data/<corpus>/raw/<split>.<lang>, once each (a split may serve as valid and test)."""
+    return unique(
+        expand(
+            "data/{corpus}/raw/{split}.{lang}",
+            corpus=name,
+            split=corpus_splits(name),
+            lang=corpus_languages(name),
+        )
     )
+
+
+def unique(items):
+    return list(dict.fromkeys(items))
 
 
 def preprocess_setting(wildcards, *keys):
@@ -97,13 +116,86 @@ def statistics_inputs():
     return files
 
 
+# --- registries: what each study builds -----------------------------------------------------------
+# Each study's rules/studies/<paper>.smk registers its tables, figures and data needs here, so that
+# `rule all`, the report and the per-study target `rule <study>` pick them up without a shared list.
+# Tables live under results/tables/<study>/, figures under results/figures/<study>/; a table's
+# rule builds exactly what the table needs, so `snakemake results/tables/<study>/<t>.md` works.
+
+STUDY_OUTPUTS = {}  # study -> {"tables": [...], "figures": [...], "data": [...]}
+OUTPUT_FOLDERS = {"tables": "results/tables", "figures": "results/figures"}
+REGISTRIES_OPEN = [True]
+
+
+def close_registries():
+    """Called by the Snakefile once every study file is included: the report and `rule all` have
+    read the registries, so a later registration would be silently missed."""
+    REGISTRIES_OPEN[0] = False
+
+
+def _register(kind, study, paths):
+    if not REGISTRIES_OPEN[0]:
+        raise ValueError(
+            f"register_{kind[:-1]}({study!r}, ...) after the registries were closed: register"
+            " at the top level of rules/studies/<study>.smk"
+        )
+    if not re.fullmatch(r"[a-z0-9_]+", study):
+        raise ValueError(f"study name {study!r}: use lower-case letters, digits and _")
+    outputs = STUDY_OUTPUTS.setdefault(study, {"tables": [], "figures": [], "data": []})
+    for path in paths:
+        folder = OUTPUT_FOLDERS.get(kind)
+        if folder and not path.startswith(f"{folder}/{study}/"):
+            raise ValueError(
+                f"register_{kind[:-1]}({study!r}, {path!r}): {kind} of {study} go under {folder}/{study}/"
+            )
+        if path not in outputs[kind]:
+            outputs[kind].append(path)
+
+
+def register_table(study, *paths):
+    """A study's table(s): results/tables/<study>/<name>.md (with its CSV beside it)."""
+    _register("tables", study, paths)
+
+
+def register_figure(study, *paths):
+    """A study's figure(s): results/figures/<study>/<name>.png (beside the CSV it is drawn from)."""
+    _register("figures", study, paths)
+
+
+def register_data(study, *paths):
+    """Files a study needs prepared (parses, features, derived corpora); built by `rule <study>`."""
+    _register("data", study, paths)
+
+
+def studies():
+    """Studies that registered something, in registration order."""
+    return list(STUDY_OUTPUTS)
+
+
+def study_targets(study):
+    outputs = STUDY_OUTPUTS[study]
+    return [*outputs["tables"], *outputs["figures"], *outputs["data"]]
+
+
 def all_tables():
-    """Every table of the enabled stages; `rule all` builds these."""
+    """Every table of the enabled stages and studies; `rule all` and the report use these."""
     tables = ["results/tables/data_statistics.md"]
     if CORPORA:
         tables.append("results/tables/preprocessing.md")
-    tables += [f"results/tables/{name}.md" for name in config.get("experiments", {})]
-    return tables
+    return tables + [
+        table for outputs in STUDY_OUTPUTS.values() for table in outputs["tables"]
+    ]
+
+
+def all_figures():
+    """Every registered figure; `rule all` and the report use these."""
+    return [
+        figure for outputs in STUDY_OUTPUTS.values() for figure in outputs["figures"]
+    ]
+
+
+def all_study_data():
+    return [path for outputs in STUDY_OUTPUTS.values() for path in outputs["data"]]
 
 
 # --- figures -----------------------------------------------------------------------------------
@@ -169,39 +261,56 @@ def bpe_codes_for(wildcards):
     return codes if not langs or wildcards.lang in langs else f"{codes}.latin"
 
 
-# --- train -------------------------------------------------------------------------------------
+# --- train: content-addressed runs, shared between experiments and studies ---------------------
+# models/runs/<run id>/ holds one training run (checkpoints/, final.pt, averaged-last<N>.pt,
+# decode/<decode id>/<testset>.bpe.hyp); the run id is the hash of the run settings (data, model,
+# variant, train settings and seed: nmtvariants.config.run_settings), so identical runs of
+# different experiments are one job. Experiments keep their own post-processed hypotheses and
+# scores under results/<experiment>/<pair>/<variant>/.
 
 EXPERIMENTS = config.get("experiments", {})
+RUNS = training_runs(config)
+RUN_OF = {user: run.id for run in RUNS.values() for user in run.users}
+DECODES = {
+    content_id(decode_settings(config, name)): decode_settings(config, name)
+    for name in EXPERIMENTS
+}
 
 
-def run_settings(wildcards):
-    """The run config handed to `nmtvariants train`: data paths, model, variant, train settings."""
-    experiment = EXPERIMENTS[wildcards.experiment]
-    corpus, pair = experiment["corpus"], wildcards.pair
-    src, tgt = pair.split("-")
-    splits = CORPORA[corpus]
-    bpe = f"data/{corpus}/{pair}/bpe"
-    variant = dict(experiment["variants"][wildcards.variant] or {})
-    return {
-        "data": {
-            "train_src": f"{bpe}/{splits['train']}.{src}",
-            "train_tgt": f"{bpe}/{splits['train']}.{tgt}",
-            "valid_src": f"{bpe}/{splits['valid']}.{src}",
-            "valid_tgt": f"{bpe}/{splits['valid']}.{tgt}",
-            "vocab": f"{bpe}/vocab.txt",
-        },
-        "model": experiment["model"],
-        "variant": variant,
-        "train": {**experiment["train"], "seed": config["seed"]},
-    }
+def run_dir(experiment, pair, variant):
+    return f"models/runs/{RUN_OF[(experiment, pair, variant)]}"
 
 
-def train_inputs(wildcards):
-    return list(run_settings(wildcards)["data"].values())
+def decode_id(experiment):
+    return content_id(decode_settings(config, experiment))
 
 
-def gpus(wildcards):
-    return EXPERIMENTS[wildcards.experiment]["resources"]["gpus"]
+def run_train_inputs(wildcards):
+    return list(RUNS[wildcards.run].settings["data"].values())
+
+
+def run_settings_json(wildcards):
+    return canonical_json(RUNS[wildcards.run].settings)
+
+
+def run_resource(key):
+    return lambda wildcards: RUNS[wildcards.run].resources[key]
+
+
+def run_bpe(wildcards, name):
+    """data/<corpus>/<pair>/bpe/<name> of the run's corpus and pair."""
+    run = RUNS[wildcards.run]
+    return f"data/{run.corpus}/{run.pair}/bpe/{name}"
+
+
+def decode_setting(wildcards, key):
+    return DECODES[wildcards.decode][key]
+
+
+def experiment_hypothesis(wildcards):
+    """The shared run's translation that an experiment's variant post-processes."""
+    run = run_dir(wildcards.experiment, wildcards.pair, wildcards.variant)
+    return f"{run}/decode/{decode_id(wildcards.experiment)}/{wildcards.testset}.bpe.hyp"
 
 
 # --- evaluate ----------------------------------------------------------------------------------
@@ -211,8 +320,8 @@ def experiment_corpus(wildcards):
     return EXPERIMENTS[wildcards.experiment]["corpus"]
 
 
-def decode_setting(wildcards, key):
-    return EXPERIMENTS[wildcards.experiment]["evaluate"][key]
+def experiment_metrics(wildcards):
+    return ",".join(EXPERIMENTS[wildcards.experiment]["evaluate"]["metrics"])
 
 
 # --- tables ------------------------------------------------------------------------------------
@@ -239,6 +348,22 @@ def preprocessing_table_inputs(wildcards):
                     lang=lang,
                 )
     return inputs
+
+
+def scores_table_inputs(wildcards):
+    if EXPERIMENTS[wildcards.experiment]["study"] != wildcards.study:
+        study = EXPERIMENTS[wildcards.experiment]["study"]
+        raise ValueError(
+            f"experiment {wildcards.experiment} belongs to study {study}:"
+            f" ask for results/tables/{study}/{wildcards.experiment}.md"
+        )
+    return expand(
+        "results/{experiment}/{pair}/{variant}/{testset}.scores.json",
+        experiment=wildcards.experiment,
+        pair=EXPERIMENTS[wildcards.experiment]["pairs"],
+        variant=list(EXPERIMENTS[wildcards.experiment]["variants"]),
+        testset=EXPERIMENTS[wildcards.experiment]["evaluate"]["testsets"],
+    )
 
 
 # How a job starts the CLI: `shell: launch("train ...")`, with gpu=N among the job's resources.

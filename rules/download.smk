@@ -17,8 +17,8 @@ for _name, _corpus in DOWNLOADED_CORPORA.items():
             mem_mb=2000,
             runtime=240,
         params:
-            source=" ".join(shlex.quote(name) for name in as_list(_corpus["source"])),
+            source=as_list(_corpus["source"]),
             dest=f"data/{_name}/raw",
-            mirror=f"--mirror {config['mirror']}" if config.get("mirror") else "",
+            mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
         shell:
-            "nmtvariants download {params.source} --dest {params.dest} {params.mirror} > {log} 2>&1"
+            "nmtvariants download {params.source:q} --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"

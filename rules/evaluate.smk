@@ -1,15 +1,16 @@
-# Decoding, post-processing (the exact inverse chain) and scoring against the raw references.
+# Decoding (once per shared run and decode setting), post-processing (the exact inverse chain) and
+# scoring against the raw references (per experiment: the scores carry the experiment's name).
 
 
 rule translate:
     input:
-        model="models/{experiment}/{pair}/{variant}/averaged.pt",
-        source=lambda wc: f"data/{experiment_corpus(wc)}/{wc.pair}/bpe/{wc.testset}.{wc.pair.split('-')[0]}",
-        vocab=lambda wc: f"data/{experiment_corpus(wc)}/{wc.pair}/bpe/vocab.txt",
+        model=lambda wc: f"models/runs/{wc.run}/averaged-last{decode_setting(wc, 'average_last')}.pt",
+        source=lambda wc: run_bpe(wc, f"{wc.testset}.{RUNS[wc.run].pair.split('-')[0]}"),
+        vocab=lambda wc: run_bpe(wc, "vocab.txt"),
     output:
-        "results/{experiment}/{pair}/{variant}/{testset}.bpe.hyp",
+        "models/runs/{run}/decode/{decode}/{testset}.bpe.hyp",
     log:
-        "logs/translate/{experiment}/{pair}/{variant}/{testset}.log",
+        "logs/translate/{run}/{decode}/{testset}.log",
     conda:
         "../envs/train.yaml"
     threads: 2
@@ -23,14 +24,14 @@ rule translate:
         max_len_b=lambda wc: decode_setting(wc, "max_len_b"),
         dtype=lambda wc: decode_setting(wc, "dtype"),
     shell:
-        "nmtvariants translate --checkpoint {input.model} --vocab {input.vocab} --input {input.source}"
-        " --output {output} --beam {params.beam} --alpha {params.alpha} --max-len-a {params.max_len_a}"
-        " --max-len-b {params.max_len_b} --dtype {params.dtype} --threads {threads} > {log} 2>&1"
+        "nmtvariants translate --checkpoint {input.model:q} --vocab {input.vocab:q} --input {input.source:q}"
+        " --output {output:q} --beam {params.beam:q} --alpha {params.alpha:q} --max-len-a {params.max_len_a:q}"
+        " --max-len-b {params.max_len_b:q} --dtype {params.dtype:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule postprocess:
     input:
-        "results/{experiment}/{pair}/{variant}/{testset}.bpe.hyp",
+        experiment_hypothesis,
     output:
         "results/{experiment}/{pair}/{variant}/{testset}.hyp",
     log:
@@ -49,7 +50,7 @@ rule postprocess:
             else ""
         ),
     shell:
-        "nmtvariants postprocess -l {params.lang} {params.truecased} -o {output} {input} > {log} 2>&1"
+        "nmtvariants postprocess -l {params.lang:q} {params.truecased} -o {output:q} {input:q} > {log:q} 2>&1"
 
 
 rule evaluate:
@@ -68,9 +69,9 @@ rule evaluate:
         runtime=30,
     params:
         lang=lambda wc: wc.pair.split("-")[1],
-        metrics=lambda wc: ",".join(decode_setting(wc, "metrics")),
+        metrics=experiment_metrics,
         system="{experiment}/{pair}/{variant}",
     shell:
-        "nmtvariants evaluate --hyp {input.hyp} --ref {input.ref} -l {params.lang}"
-        " --metrics {params.metrics} --system {params.system} --testset {wildcards.testset}"
-        " --json {output} > {log} 2>&1"
+        "nmtvariants evaluate --hyp {input.hyp:q} --ref {input.ref:q} -l {params.lang:q}"
+        " --metrics {params.metrics:q} --system {params.system:q} --testset {wildcards.testset:q}"
+        " --json {output:q} > {log:q} 2>&1"

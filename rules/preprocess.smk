@@ -24,9 +24,9 @@ rule tokenize:
         ),
         escape=lambda wc: "" if preprocess_setting(wc, "escape") else "--no-escape",
     shell:
-        "(nmtvariants normalize -l {wildcards.lang} {params.lowercase} -j {threads} {input}"
-        " | nmtvariants tokenize -l {wildcards.lang} {params.aggressive} {params.escape}"
-        " -j {threads} -o {output}) 2> {log}"
+        "(nmtvariants normalize -l {wildcards.lang:q} {params.lowercase} -j {threads} {input:q}"
+        " | nmtvariants tokenize -l {wildcards.lang:q} {params.aggressive} {params.escape}"
+        " -j {threads} -o {output:q}) 2> {log:q}"
 
 
 rule clean:
@@ -50,10 +50,10 @@ rule clean:
         max=lambda wc: preprocess_setting(wc, "clean", "max"),
         ratio=lambda wc: preprocess_setting(wc, "clean", "ratio"),
     shell:
-        "nmtvariants clean --src-in {input.src} --tgt-in {input.tgt}"
-        " --src-out {output.src} --tgt-out {output.tgt}"
-        " --min {params.min} --max {params.max} --ratio {params.ratio}"
-        " --report {output.report} > {log} 2>&1"
+        "nmtvariants clean --src-in {input.src:q} --tgt-in {input.tgt:q}"
+        " --src-out {output.src:q} --tgt-out {output.tgt:q}"
+        " --min {params.min:q} --max {params.max:q} --ratio {params.ratio:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule truecase_train:
@@ -70,7 +70,7 @@ rule truecase_train:
         mem_mb=4000,
         runtime=120,
     shell:
-        "nmtvariants truecase train --model {output} {input} > {log} 2>&1"
+        "nmtvariants truecase train --model {output:q} {input:q} > {log:q} 2>&1"
 
 
 rule truecase_apply:
@@ -88,7 +88,7 @@ rule truecase_apply:
         mem_mb=2000,
         runtime=120,
     shell:
-        "nmtvariants truecase apply --model {input.model} -j {threads} -o {output} {input.text} > {log} 2>&1"
+        "nmtvariants truecase apply --model {input.model:q} -j {threads} -o {output:q} {input.text:q} > {log:q} 2>&1"
 
 
 rule bpe_learn:
@@ -109,14 +109,14 @@ rule bpe_learn:
         runtime=240,
     params:
         merges=lambda wc: preprocess_setting(wc, "bpe", "merges"),
-        translit=lambda wc: " ".join(
-            f"--translit {lang}" for lang in translit_langs(wc)
-        ),
+        translit=lambda wc: [
+            arg for lang in translit_langs(wc) for arg in ("--translit", lang)
+        ],
         vocab_dir="data/{corpus}/{src}-{tgt}/bpe",
     shell:
-        "nmtvariants bpe learn --input {wildcards.src}={input.src} --input {wildcards.tgt}={input.tgt}"
-        " -s {params.merges} --codes {output.codes} --vocab-dir {params.vocab_dir} {params.translit}"
-        " > {log} 2>&1"
+        "nmtvariants bpe learn --input {wildcards.src:q}={input.src:q} --input {wildcards.tgt:q}={input.tgt:q}"
+        " -s {params.merges:q} --codes {output.codes:q} --vocab-dir {params.vocab_dir:q} {params.translit:q}"
+        " > {log:q} 2>&1"
 
 
 rule bpe_apply:
@@ -138,8 +138,8 @@ rule bpe_apply:
         codes=bpe_codes_for,
         threshold=lambda wc: preprocess_setting(wc, "bpe", "threshold"),
     shell:
-        "nmtvariants bpe apply --codes {params.codes} --vocab {input.vocab}"
-        " --threshold {params.threshold} -o {output} {input.text} > {log} 2>&1"
+        "nmtvariants bpe apply --codes {params.codes:q} --vocab {input.vocab:q}"
+        " --threshold {params.threshold:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
 
 
 rule network_vocab:
@@ -157,7 +157,7 @@ rule network_vocab:
         mem_mb=2000,
         runtime=30,
     shell:
-        "nmtvariants vocab {input.src} {input.tgt} -o {output} > {log} 2>&1"
+        "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
 
 
 rule roundtrip:
@@ -181,5 +181,5 @@ rule roundtrip:
         ),
         codes=bpe_codes_for,
     shell:
-        "nmtvariants roundtrip -l {wildcards.lang} {params.aggressive} --bpe-codes {params.codes}"
-        " --truecase-train {input.truecase_train} --json {output} {input.text} > {log} 2>&1"
+        "nmtvariants roundtrip -l {wildcards.lang:q} {params.aggressive} --bpe-codes {params.codes:q}"
+        " --truecase-train {input.truecase_train:q} --json {output:q} {input.text:q} > {log:q} 2>&1"

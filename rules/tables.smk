@@ -1,4 +1,10 @@
-# Aggregated tables: cheap, run locally even under a cluster profile.
+# Aggregated tables: cheap, run locally even under a cluster profile. Each experiment's scores table
+# is registered with its study: results/tables/<study>/<experiment>.md.
+
+for _name, _experiment in EXPERIMENTS.items():
+    register_table(
+        _experiment["study"], f"results/tables/{_experiment['study']}/{_name}.md"
+    )
 
 
 localrules:
@@ -27,7 +33,7 @@ rule data_statistics:
         mem_mb=1000,
         runtime=10,
     shell:
-        "nmtvariants data-stats {input.texts} --out {output.md} > {log} 2>&1"
+        "nmtvariants data-stats {input.texts:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule preprocessing_table:
@@ -57,20 +63,15 @@ rule preprocessing_table:
 
 rule scores_table:
     input:
-        lambda wc: expand(
-            "results/{experiment}/{pair}/{variant}/{testset}.scores.json",
-            experiment=wc.experiment,
-            pair=EXPERIMENTS[wc.experiment]["pairs"],
-            variant=list(EXPERIMENTS[wc.experiment]["variants"]),
-            testset=EXPERIMENTS[wc.experiment]["evaluate"]["testsets"],
-        ),
+        scores_table_inputs,
     output:
-        md="results/tables/{experiment}.md",
-        csv="results/tables/{experiment}.csv",
-        provenance="results/tables/{experiment}.provenance.json",
+        md="results/tables/{study}/{experiment}.md",
+        csv="results/tables/{study}/{experiment}.csv",
+        provenance="results/tables/{study}/{experiment}.provenance.json",
     log:
-        "logs/tables/{experiment}.log",
+        "logs/tables/{study}/{experiment}.log",
     wildcard_constraints:
+        study="[a-z0-9_]+",
         experiment="|".join(EXPERIMENTS) or "(?!)",
     conda:
         "../envs/nmtvariants.yaml"
@@ -81,4 +82,4 @@ rule scores_table:
     params:
         title=lambda wc: f"{wc.experiment}: translation quality",
     shell:
-        "nmtvariants scores-table {input} --title {params.title:q} --out {output.md} > {log} 2>&1"
+        "nmtvariants scores-table {input:q} --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"

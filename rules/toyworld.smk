@@ -24,6 +24,6 @@ rule toyworld:
         sizes=TOYWORLD["sizes"],
         image_size=TOYWORLD["image_size"],
     shell:
-        "nmtvariants toyworld --outdir data/toyworld --seed {params.seed}"
-        " --train {params.sizes[train]} --valid {params.sizes[valid]} --test {params.sizes[test]}"
-        " --image-size {params.image_size} > {log} 2>&1"
+        "nmtvariants toyworld --outdir data/toyworld --seed {params.seed:q}"
+        " --train {params.sizes[train]:q} --valid {params.sizes[valid]:q} --test {params.sizes[test]:q}"
+        " --image-size {params.image_size:q} > {log:q} 2>&1"

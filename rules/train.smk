@@ -1,42 +1,44 @@
-# Training, checkpoint averaging. Checkpoints live in models/.../checkpoints/, outside the declared
-# outputs, so that a re-run after a crash or a cluster time-out resumes instead of starting over.
-# Every training setting reaches the job through `params.settings`: Snakemake's params trigger then
-# retrains exactly the runs whose settings changed, while edits to the library never do.
+# Training and checkpoint averaging, one job per content-addressed run (models/runs/<run id>/,
+# rules/common.smk): experiments that ask for identical runs share them. Checkpoints live in
+# models/runs/<run id>/checkpoints/, outside the declared outputs, so that a re-run after a crash or
+# a cluster time-out resumes instead of starting over. Every training setting reaches the job
+# through `params.settings` and names its folder: a changed setting is a new run (trained once),
+# while edits to the library never retrain.
 
 
 rule train:
     input:
-        train_inputs,
+        run_train_inputs,
     output:
-        "models/{experiment}/{pair}/{variant}/final.pt",
+        "models/runs/{run}/final.pt",
     log:
-        "logs/train/{experiment}/{pair}/{variant}.log",
+        "logs/train/{run}.log",
     benchmark:
-        "logs/benchmarks/train/{experiment}/{pair}/{variant}.tsv"
+        "logs/benchmarks/train/{run}.tsv"
     conda:
         "../envs/train.yaml"
-    threads: lambda wc: EXPERIMENTS[wc.experiment]["resources"]["threads"]
+    threads: run_resource("threads")
     resources:
-        mem_mb=lambda wc: EXPERIMENTS[wc.experiment]["resources"]["mem_mb"],
-        runtime=lambda wc: EXPERIMENTS[wc.experiment]["resources"]["runtime"],
-        gpu=gpus,
+        mem_mb=run_resource("mem_mb"),
+        runtime=run_resource("runtime"),
+        gpu=run_resource("gpus"),
     params:
-        settings=lambda wc: json.dumps(run_settings(wc), sort_keys=True),
-        outdir="models/{experiment}/{pair}/{variant}",
+        settings=run_settings_json,
+        outdir="models/runs/{run}",
     shell:
         launch(
-            "train --config-json {params.settings:q} --outdir {params.outdir}"
-            " --threads {threads} --no-progress > {log} 2>&1"
+            "train --config-json {params.settings:q} --outdir {params.outdir:q}"
+            " --threads {threads} --no-progress > {log:q} 2>&1"
         )
 
 
 rule average:
     input:
-        "models/{experiment}/{pair}/{variant}/final.pt",
+        "models/runs/{run}/final.pt",
     output:
-        "models/{experiment}/{pair}/{variant}/averaged.pt",
+        "models/runs/{run}/averaged-last{last}.pt",
     log:
-        "logs/average/{experiment}/{pair}/{variant}.log",
+        "logs/average/{run}-last{last}.log",
     conda:
         "../envs/train.yaml"
     threads: 1
@@ -44,7 +46,7 @@ rule average:
         mem_mb=4000,
         runtime=30,
     params:
-        checkpoints="models/{experiment}/{pair}/{variant}/checkpoints",
-        last=lambda wc: EXPERIMENTS[wc.experiment]["average_last"],
+        checkpoints="models/runs/{run}/checkpoints",
     shell:
-        "nmtvariants average --dir {params.checkpoints} --last {params.last} --output {output} > {log} 2>&1"
+        "nmtvariants average --dir {params.checkpoints:q} --last {wildcards.last:q}"
+        " --output {output:q} > {log:q} 2>&1"

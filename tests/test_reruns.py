@@ -5,7 +5,9 @@ software-env, code), and the rules are written so that they fire only for meanin
 - rules run the library through `shell:` (`nmtvariants ...`); the library is an imported package,
   so editing a module or a docstring is not a code change of any rule and re-runs nothing;
 - every parameter a job depends on reaches it through `params:` holding only that job's slice of
-  the config, so changing it re-runs exactly that job (and what consumes its outputs);
+  the config, so changing it re-runs exactly that job (and what consumes its outputs); training and
+  decoding settings also name their folders (models/runs/<run id>/decode/<decode id>/), so a
+  changed setting is a new run or decoding, trained once and shared by identical experiments;
 - a table rule depends only on its input files, so naming a table whose inputs exist runs only the
   aggregation.
 
@@ -31,26 +33,40 @@ from workflow_configs import write_config
 REPO = Path(__file__).resolve().parents[1]
 TINY = {
     "toyworld": {"seed": 7, "sizes": {"train": 10, "valid": 2, "test": 2}, "image_size": 16},
-    # merged into config.yaml's experiment: a second variant, to show that one run's change
-    # retrains that run only
-    "experiments": {"baseline": {"variants": {"baseline": {}, "second": {}}}},
+    # merged into config.yaml's experiment: a second variant (another run: identical settings would
+    # share one), to show that one run's change trains that run only
+    "experiments": {"baseline": {"variants": {"baseline": {}, "second": {"warmup": 150}}}},
 }
 TRAINED = {"train", "average", "translate", "postprocess", "evaluate", "scores_table", "report"}
 # (config key path, new value, rules whose params changed, rule -> jobs that must re-run; None: every
-# job downstream of the change). Extend as stages land.
+# job downstream of the change). A training setting names its run folder (models/runs/<run id>/),
+# so a changed setting is a new run to train (missing output), never a retrained old one; decoding
+# settings name the decode folder inside the run. Extend as stages land.
 PARAM_CASES = [
     pytest.param(("toyworld", "sizes", "train"), 12, {"toyworld"}, None, marks=pytest.mark.slow),
     (
         ("experiments", "baseline", "train", "max_updates"),
         601,
-        {"train"},
+        set(),
         {"train": 2, "average": 2, "translate": 2, "postprocess": 2, "evaluate": 2, "scores_table": 1},
     ),
     (
         ("experiments", "baseline", "variants", "second"),
         {"warmup": 300},
-        {"train"},
+        set(),
         {"train": 1, "average": 1, "translate": 1, "postprocess": 1, "evaluate": 1, "scores_table": 1},
+    ),
+    (
+        ("experiments", "baseline", "average_last"),
+        2,
+        set(),
+        {"average": 2, "translate": 2, "postprocess": 2, "evaluate": 2, "scores_table": 1},
+    ),
+    (
+        ("experiments", "baseline", "evaluate", "beam"),
+        4,
+        set(),
+        {"translate": 2, "postprocess": 2, "evaluate": 2, "scores_table": 1},
     ),
 ]
 DIRECTORY_OUTPUTS = """
@@ -199,7 +215,7 @@ def test_editing_a_rules_command_is_seen_as_a_code_change(workflow):
     """Control for the test above: the code trigger is live, it just never sees the package."""
     rules = workflow.root / "rules" / "tables.smk"
     text = rules.read_text(encoding="utf-8")
-    command = '"nmtvariants data-stats {input.texts}'
+    command = '"nmtvariants data-stats {input.texts:q}'
     assert command in text
     rules.write_text(text.replace(command, command + " --verbose"), encoding="utf-8")
     planned = workflow.planned()
@@ -221,6 +237,9 @@ def test_changing_a_parameter_reruns_exactly_the_affected_jobs(workflow, key, va
         if any("Params have changed since last execution" in reason for reason in reasons)
     }
     assert by_params == params_changed
+    if params_changed <= {"train", "translate"}:  # a run or decoding setting: a new folder
+        for reason in planned.get("train", []) + planned.get("translate", []):
+            assert reason.startswith("reason: Missing output files"), reason
     if reruns is None:
         assert "train" in planned and "evaluate" in planned  # everything downstream
     else:

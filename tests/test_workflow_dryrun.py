@@ -105,7 +105,7 @@ def test_lint_is_clean():
 def test_every_job_rule_declares_what_the_cluster_needs():
     """threads, mem_mb, runtime, log and conda on every rule that runs something; GPU rules launch
     through launch() so that more than one GPU means torchrun."""
-    sources = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    sources = [REPO / "Snakefile", *sorted((REPO / "rules").rglob("*.smk"))]  # studies/ too
     checked = 0
     for path in sources:
         for name, body in job_blocks(path.read_text(encoding="utf-8")):

@@ -7,6 +7,10 @@ complete config: config.yaml deep-merged with their overrides.
 from __future__ import annotations
 
 import copy
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +37,36 @@ def default_config_with(overrides: dict[str, Any]) -> dict[str, Any]:
 def write_config(path: Path, overrides: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(default_config_with(overrides), sort_keys=False), encoding="utf-8")
     return path
+
+
+def snakemake(
+    *args: str, cwd: Path = REPO, env_extra: dict[str, str] | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess:
+    """Run the snakemake of this interpreter's venv (in the repository unless ``cwd`` is given),
+    with this checkout's src/ first on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def dry_run_jobs(stdout: str) -> list[dict[str, str]]:
+    """The jobs of `snakemake -n -p` output: rule, output, wildcards, shell command."""
+    jobs: list[dict[str, str]] = []
+    for line in stdout.splitlines():
+        started = re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):", line)
+        if started:
+            jobs.append({"rule": started.group(1)})
+        elif jobs and (field := re.match(r"^\s+(output|wildcards|input): (.*)$", line)):
+            jobs[-1][field.group(1)] = field.group(2)
+        elif jobs and line.startswith("Shell command: "):
+            jobs[-1]["shell"] = line.removeprefix("Shell command: ")
+    return jobs

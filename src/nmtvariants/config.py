@@ -7,6 +7,11 @@ research config that is the most useful part, so we check first with jsonschema 
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +93,121 @@ def check_experiments(experiments: dict[str, Any]) -> None:
                 check_variant(run.variant)
             except ConfigError as error:
                 raise ConfigError(f"invalid config: {_relocate(str(error), name, variant_name)}") from None
+
+
+def _fill_defaults(validator_class: type) -> type:
+    """A validator that also writes each schema ``default`` into the instance (as Snakemake's
+    ``validate`` does), so that code outside Snakemake sees the same resolved config."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema) -> Iterator[jsonschema.ValidationError]:
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def with_defaults(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
+    """A checked copy of ``config`` with the schema's defaults filled in."""
+    check_config(config, schema_path)
+    resolved = copy.deepcopy(config)
+    for _ in _fill_defaults(jsonschema.Draft202012Validator)(load_schema(schema_path)).iter_errors(resolved):
+        pass
+    return resolved
+
+
+# --- content-addressed training runs -------------------------------------------------------------
+#
+# A training run is fully determined by its run settings: the data it reads (corpus, pair and split
+# names give the paths), the model, the variant switches, the trainer settings and the seed. Two
+# experiments (of the same study or of different studies) that ask for the same settings share one
+# run folder, ``models/runs/<run id>/``, and so one training job. Resources (threads, GPUs, memory)
+# are not settings: moving a run to other hardware neither renames nor retrains it. The settings are
+# hashed as written in the config (plus the schema's defaults), not after the library fills its own
+# defaults in, so that editing the library never renames a run.
+
+ID_LENGTH = 12
+
+
+def canonical_json(value: Any) -> str:
+    """One text per value: sorted keys, no whitespace (the input of the run and decode ids)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def content_id(value: Any) -> str:
+    """The first 12 hex digits of the sha256 of ``value``'s canonical JSON."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:ID_LENGTH]
+
+
+def run_settings(config: dict[str, Any], experiment: str, pair: str, variant: str) -> dict[str, Any]:
+    """The run config handed to `nmtvariants train`: data paths, model, variant, train settings."""
+    spec = config["experiments"][experiment]
+    corpus = config["corpora"][spec["corpus"]]
+    src, tgt = pair.split("-")
+    bpe = f"data/{spec['corpus']}/{pair}/bpe"
+    return {
+        "data": {
+            "train_src": f"{bpe}/{corpus['train']}.{src}",
+            "train_tgt": f"{bpe}/{corpus['train']}.{tgt}",
+            "valid_src": f"{bpe}/{corpus['valid']}.{src}",
+            "valid_tgt": f"{bpe}/{corpus['valid']}.{tgt}",
+            "vocab": f"{bpe}/vocab.txt",
+        },
+        "model": spec["model"],
+        "variant": dict(spec["variants"][variant] or {}),
+        "train": {**spec["train"], "seed": config["seed"]},
+    }
+
+
+def decode_settings(config: dict[str, Any], experiment: str) -> dict[str, Any]:
+    """What turns a trained run into a translation: checkpoint averaging and search settings."""
+    spec = config["experiments"][experiment]
+    search = {key: value for key, value in spec["evaluate"].items() if key not in ("testsets", "metrics")}
+    return {"average_last": spec["average_last"], **search}
+
+
+@dataclass
+class TrainingRun:
+    """One content-addressed run and the (experiment, pair, variant) triples that resolve to it."""
+
+    id: str
+    corpus: str
+    pair: str
+    settings: dict[str, Any]
+    users: list[tuple[str, str, str]] = field(default_factory=list)
+    studies: list[str] = field(default_factory=list)
+    resources: dict[str, int] = field(default_factory=dict)
+
+
+def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
+    """Run id -> run, for every experiment, pair and variant of a resolved config (defaults filled
+    in). Runs shared by several experiments get the largest of their resource requests."""
+    runs: dict[str, TrainingRun] = {}
+    for name, spec in config.get("experiments", {}).items():
+        corpora = config.get("corpora", {})
+        if spec["corpus"] not in corpora:
+            raise ConfigError(
+                f"experiments.{name}.corpus: {spec['corpus']!r} is not a configured corpus"
+                f" (corpora: {', '.join(corpora) or 'none'}); add it under `corpora:` or fix the name"
+            )
+        missing = [pair for pair in spec["pairs"] if pair not in corpora[spec["corpus"]]["pairs"]]
+        if missing:
+            raise ConfigError(
+                f"experiments.{name}.pairs: {', '.join(missing)} not among the pairs of corpus"
+                f" {spec['corpus']} ({', '.join(corpora[spec['corpus']]['pairs'])})"
+            )
+        for pair in spec["pairs"]:
+            for variant in spec["variants"]:
+                settings = run_settings(config, name, pair, variant)
+                run = runs.setdefault(
+                    content_id(settings), TrainingRun(content_id(settings), spec["corpus"], pair, settings)
+                )
+                run.users.append((name, pair, variant))
+                if spec["study"] not in run.studies:
+                    run.studies.append(spec["study"])
+                for key, value in spec["resources"].items():
+                    run.resources[key] = max(run.resources.get(key, value), value)
+    return runs

@@ -1,0 +1,276 @@
+"""Study registries, shared training runs and the demo's training budget, checked on the real
+planner (`snakemake -n -p`): which jobs a target needs, and how many training runs the DAG holds."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake, write_config
+
+from nmtvariants.config import training_runs, with_defaults
+
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+# A second study's experiment whose baseline is the default's baseline run, plus its own variant-free
+# run with more updates: the study issues add experiments of this shape.
+SECOND_STUDY = {
+    "experiments": {
+        "emelin_toy": {
+            "study": "emelin2019",
+            "corpus": "toyworld",
+            "pairs": ["en-de"],
+            "model": {"preset": "tiny"},
+            "variants": {"baseline": {}},
+            "train": {
+                "max_updates": 600,
+                "batch_tokens": 2048,
+                "warmup": 200,
+                "lr_scale": 2.0,
+                "save_every": 100,
+                "keep_last": 5,
+                "valid_every": 200,
+            },
+            "average_last": 3,
+            "resources": {"threads": 2, "mem_mb": 4000, "runtime": 60, "gpus": 0},
+            "evaluate": {"testsets": ["test"], "beam": 5, "alpha": 0.6, "metrics": ["bleu", "chrf", "ter"]},
+        }
+    }
+}
+
+
+def plan(*args: str, cwd: Path = REPO) -> list[dict[str, str]]:
+    result = snakemake("-n", "-p", "--forceall", *args, cwd=cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return dry_run_jobs(result.stdout)
+
+
+def counts(jobs: list[dict[str, str]]) -> Counter:
+    return Counter(job["rule"] for job in jobs)
+
+
+def with_overrides(tmp_path: Path, overrides: dict) -> str:
+    return str(write_config(tmp_path / "config.yaml", overrides))
+
+
+# --- shared training runs ------------------------------------------------------------------------
+
+
+def test_identical_runs_of_two_studies_train_once(tmp_path):
+    jobs = plan("--configfile", with_overrides(tmp_path, SECOND_STUDY))
+    rules = counts(jobs)
+    assert rules["train"] == 1 and rules["average"] == 1 and rules["translate"] == 1
+    # each experiment keeps its own hypotheses, scores and table
+    assert rules["postprocess"] == 2 and rules["evaluate"] == 2 and rules["scores_table"] == 2
+    tables = sorted(job["output"].split(", ")[0] for job in jobs if job["rule"] == "scores_table")
+    assert tables == ["results/tables/baseline/baseline.md", "results/tables/emelin2019/emelin_toy.md"]
+    (train,) = [job for job in jobs if job["rule"] == "train"]
+    run_id = train["output"].split("/")[2]
+    resolved = with_defaults(default_config_with(SECOND_STUDY), SCHEMA)
+    assert list(training_runs(resolved)) == [run_id]
+    assert training_runs(resolved)[run_id].studies == ["baseline", "emelin2019"]
+
+
+@pytest.mark.parametrize(
+    ("change", "trained", "decoded"),
+    [
+        ({"train": {"max_updates": 500}}, 2, 2),  # another run
+        ({"model": {"preset": "tiny", "encoder_layers": 1}}, 2, 2),
+        ({"pairs": ["en-ru"]}, 2, 2),
+        ({"evaluate": {"beam": 4}}, 1, 2),  # the same run, decoded twice
+        ({"average_last": 2}, 1, 2),
+        ({"resources": {"threads": 1, "mem_mb": 8000}}, 1, 1),  # hardware is not a setting
+    ],
+)
+def test_changing_one_setting_makes_another_run(tmp_path, change, trained, decoded):
+    overrides = default_config_with(SECOND_STUDY)
+    experiment = overrides["experiments"]["emelin_toy"]
+    for key, value in change.items():
+        experiment[key] = {**experiment[key], **value} if isinstance(value, dict) else value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(overrides), encoding="utf-8")
+    rules = counts(plan("--configfile", str(path)))
+    assert (rules["train"], rules["translate"]) == (trained, decoded)
+
+
+# --- one target per table and per study ----------------------------------------------------------
+
+
+def test_a_table_target_plans_exactly_what_the_table_needs():
+    """results/tables/baseline/baseline.md: toyworld en-de through the chain, one run, no en-ru, no
+    other table, no report. By hand: tokenise train/valid/test.en and train/valid.de (the test
+    reference stays raw), clean train, truecase models for en and de, truecase and BPE the five
+    tokenised files, one BPE model and network vocabulary, then train, average, decode, score."""
+    jobs = plan("results/tables/baseline/baseline.md")
+    assert counts(jobs) == {
+        "toyworld": 1,
+        "tokenize": 5,
+        "clean": 1,
+        "truecase_train": 2,
+        "truecase_apply": 5,
+        "bpe_learn": 1,
+        "bpe_apply": 5,
+        "network_vocab": 1,
+        "train": 1,
+        "average": 1,
+        "translate": 1,
+        "postprocess": 1,
+        "evaluate": 1,
+        "scores_table": 1,
+    }
+    derived = [job["output"] for job in jobs if job["rule"] != "toyworld"]  # toyworld writes all languages
+    assert not [path for path in derived if "en-ru" in path or ".ru" in path]
+
+
+def test_the_study_target_equals_its_table_target():
+    by_table = counts(plan("results/tables/baseline/baseline.md"))
+    by_study = counts(plan("baseline"))
+    assert by_study == {**by_table, "baseline": 1}
+
+
+def test_a_table_asked_for_under_another_study_is_an_error():
+    result = snakemake("-n", "results/tables/emelin2019/baseline.md")
+    assert result.returncode != 0
+    assert "experiment baseline belongs to study baseline" in result.stdout + result.stderr
+    assert "results/tables/baseline/baseline.md" in result.stdout + result.stderr
+
+
+STUDY_RULES = """
+register_table("teststudy", "results/tables/teststudy/words.md")
+register_figure("teststudy", "results/figures/teststudy/words.png")
+register_data("teststudy", "data/toyworld/en-de/bpe/test.en")
+
+
+rule teststudy_words:
+    input:
+        "data/toyworld/raw/test.en",
+    output:
+        md="results/tables/teststudy/words.md",
+        png="results/figures/teststudy/words.png",
+    log:
+        "logs/teststudy.log",
+    shell:
+        "(wc -w {input:q} > {output.md:q} && cp {output.md:q} {output.png:q}) 2> {log:q}"
+"""
+
+
+@pytest.fixture
+def workflow_copy(tmp_path: Path) -> Path:
+    """Snakefile, rules and what they read, in a temporary directory (the package comes from src/)."""
+    root = tmp_path / "wf"
+    root.mkdir()
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(REPO / name, root / name)
+    for name in ("rules", "schemas", "envs", "workflow", "workflow_scripts"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_a_study_file_registers_its_outputs_without_editing_shared_files(workflow_copy):
+    (workflow_copy / "rules" / "studies").mkdir(exist_ok=True)
+    (workflow_copy / "rules" / "studies" / "teststudy.smk").write_text(STUDY_RULES, encoding="utf-8")
+    study = plan("teststudy", cwd=workflow_copy)
+    assert "train" not in counts(study)
+    assert counts(study)["teststudy_words"] == 1 and counts(study)["teststudy"] == 1
+    assert any(job.get("output") == "data/toyworld/en-de/bpe/test.en" for job in study)
+    everything = {job["rule"]: job for job in plan(cwd=workflow_copy)}
+    for path in ("results/tables/teststudy/words.md", "results/figures/teststudy/words.png"):
+        assert path in everything["all"]["input"].split(", ")
+    assert "results/tables/teststudy/words.md" in everything["report"]["input"].split(", ")
+
+
+def test_a_study_output_outside_its_folder_is_refused(workflow_copy):
+    (workflow_copy / "rules" / "studies").mkdir(exist_ok=True)
+    (workflow_copy / "rules" / "studies" / "teststudy.smk").write_text(
+        'register_table("teststudy", "results/tables/words.md")\n', encoding="utf-8"
+    )
+    result = snakemake("-n", cwd=workflow_copy)
+    assert result.returncode != 0
+    assert "tables of teststudy go under results/tables/teststudy/" in result.stdout + result.stderr
+
+
+# --- the demo's training budget ------------------------------------------------------------------
+# `make demo` (the embedded default) must give every table and figure in 15 minutes on 2 CPU cores.
+# Training dominates, so the default's training runs are held to a quota per study: the number of
+# training jobs, and their updates counted at 2,048 tokens per batch (a run with batches of 4,096
+# tokens counts twice its max_updates). A run shared by several studies counts once, for the first
+# study in QUOTA's order that uses it. Models stay at the tiny preset. The study issues fill in
+# their own quota within TOTAL; the lead measures the demo's wall time (benchmarks/).
+QUOTA = {
+    "baseline": {"jobs": 1, "updates": 600},
+    "emelin2019": {"jobs": 3, "updates": 1200},
+    "bugliarello2020": {"jobs": 3, "updates": 1200},
+    "yang2020": {"jobs": 3, "updates": 1200},
+    "libovicky2018": {"jobs": 3, "updates": 1200},
+}
+TOTAL = {"jobs": 13, "updates": 5400}
+REFERENCE_BATCH_TOKENS = 2048
+
+
+def training_budget(configfile: Path) -> dict[str, dict[str, int]]:
+    """Study -> jobs and 2,048-token updates of the planned DAG's training jobs."""
+    jobs = [job for job in plan("--configfile", str(configfile)) if job["rule"] == "train"]
+    runs = training_runs(with_defaults(yaml.safe_load(configfile.read_text(encoding="utf-8")), SCHEMA))
+    assert sorted(job["output"].split("/")[2] for job in jobs) == sorted(runs), "one train job per run"
+    spent = {study: {"jobs": 0, "updates": 0} for study in QUOTA}
+    for job in jobs:
+        words = shlex.split(job["shell"])
+        settings = yaml.safe_load(words[words.index("--config-json") + 1])  # JSON is YAML
+        run = runs[job["output"].split("/")[2]]
+        assert settings == run.settings
+        assert settings["model"].get("preset") == "tiny", f"{run.users}: the demo trains tiny models"
+        study = next(study for study in QUOTA if study in run.studies)
+        train = settings["train"]
+        spent[study]["jobs"] += 1
+        spent[study]["updates"] += train["max_updates"] * train["batch_tokens"] // REFERENCE_BATCH_TOKENS
+    return spent
+
+
+def over_budget(spent: dict[str, dict[str, int]]) -> list[str]:
+    problems = [
+        f"{study}: {spent[study][key]} {key} > quota {QUOTA[study][key]}"
+        for study in QUOTA
+        for key in ("jobs", "updates")
+        if spent[study][key] > QUOTA[study][key]
+    ]
+    for key in ("jobs", "updates"):
+        total = sum(study[key] for study in spent.values())
+        if total > TOTAL[key]:
+            problems.append(f"all studies: {total} {key} > {TOTAL[key]}")
+    return problems
+
+
+def test_quota_adds_up():
+    for key in ("jobs", "updates"):
+        assert sum(quota[key] for quota in QUOTA.values()) <= TOTAL[key]
+
+
+def test_the_default_configs_training_fits_the_demo_budget():
+    spent = training_budget(REPO / "config.yaml")
+    assert spent["baseline"] == {"jobs": 1, "updates": 600}
+    assert over_budget(spent) == []
+
+
+def test_the_budget_guard_catches_an_extra_run(tmp_path):
+    config = default_config_with({"experiments": {"baseline": {"variants": {"baseline": {}, "more": {}}}}})
+    config["experiments"]["baseline"]["train"]["batch_tokens"] = 4096
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    spent = training_budget(path)
+    assert spent["baseline"] == {"jobs": 1, "updates": 1200}  # `more` is the same run: shared
+    assert over_budget(spent) == ["baseline: 1200 updates > quota 600"]
+
+
+def test_a_registration_after_the_report_was_planned_is_refused(workflow_copy):
+    """Registries close once the study files are included: a late one would miss `rule all`."""
+    snakefile = workflow_copy / "Snakefile"
+    snakefile.write_text(
+        snakefile.read_text(encoding="utf-8") + '\nregister_table("late", "results/tables/late/t.md")\n',
+        encoding="utf-8",
+    )
+    result = snakemake("-n", cwd=workflow_copy)
+    assert result.returncode != 0
+    assert "register_table('late', ...) after the registries were closed" in result.stdout + result.stderr

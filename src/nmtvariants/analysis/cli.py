@@ -1,5 +1,7 @@
 """Sub-commands ``extract-states`` (a model's states over a test set, to ``.npz``) and ``probe``
-(train one probe on one representation of that file, report held-out figures as JSON).
+(train one probe on one representation of that file, report held-out figures as JSON); and the per-layer
+analyses of Emelin et al. 2019, each a long CSV: ``similarity`` (cosine of every layer with the
+embeddings), ``gate-stats`` (shortcut gate activations) and ``layer-probes`` (a lexical probe per layer).
 
 One probe per call: a study's workflow runs one job per (model, representation, probe kind), and each
 job reads only the one array it needs from the states file.
@@ -23,10 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     ex = subparsers.add_parser(
         "extract-states", help="captured states of a model over a BPE'd test set (teacher forcing) -> .npz"
     )
-    ex.add_argument("--checkpoint", required=True)
-    ex.add_argument("--vocab", required=True)
-    ex.add_argument("--source", required=True, help="BPE'd source text")
-    ex.add_argument("--target", required=True, help="BPE'd reference target text (teacher forcing)")
+    _add_test_set_args(ex)
     ex.add_argument("--output", required=True, help="states file (.npz)")
     ex.add_argument(
         "--names",
@@ -35,17 +34,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="fnmatch patterns over capture names (`*` also matches dots), e.g. 'encoder.layers.[0-9]' "
         "'decoder.layers.*.cross.out'",
     )
-    ex.add_argument("--max-sentences", type=int, default=None, help="keep the first N pairs (file order)")
-    ex.add_argument(
-        "--max-tokens",
-        type=int,
-        default=None,
-        help="keep the first pairs whose longer sides (</s> included) sum to at most N tokens",
-    )
+    _add_caps(ex)
     ex.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
     ex.add_argument("--dtype", choices=tuple(STATE_DTYPES), default="float32", help="stored state precision")
-    ex.add_argument("--device", default="cpu")
-    ex.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    _add_device_args(ex)
     ex.set_defaults(func=run_extract)
 
     pr = subparsers.add_parser(
@@ -98,26 +90,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--warmup", type=int, help="warm-up steps then inverse sqrt (0: constant rate)")
     rec.add_argument("--batch-sentences", type=int)
     pr.set_defaults(func=run_probe)
+    add_layer_analysis_parsers(subparsers)
 
 
 def run_extract(args: argparse.Namespace) -> int:
-    from nmtvariants.analysis.extract import cap_pairs, extract_states
+    from nmtvariants.analysis.extract import extract_states
     from nmtvariants.analysis.states import write_state_file
-    from nmtvariants.data.dataset import binarize
-    from nmtvariants.data.vocab import Vocabulary
-    from nmtvariants.inference.translate import check_vocabulary
-    from nmtvariants.models import load_model
 
-    for key in ("max_sentences", "max_tokens", "batch_size"):
-        value = getattr(args, key)
-        if value is not None and value < 1:
-            raise ConfigError(f"--{key.replace('_', '-')} must be positive, got {value}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    model = load_model(args.checkpoint, map_location=args.device)
-    vocab = Vocabulary.load(args.vocab)
-    check_vocabulary(model, vocab, args.vocab)
-    data = cap_pairs(binarize(args.source, args.target, vocab), args.max_sentences, args.max_tokens)
+    model, data = _load_test_set(args)
     indices, states = extract_states(
         model, data, args.names, args.batch_size, args.device, STATE_DTYPES[args.dtype]
     )
@@ -213,4 +193,204 @@ def run_probe(args: argparse.Namespace) -> int:
         report["decode"] = args.decode
         report.update(train_reconstruction_probe(*parts, file.vocab_size, causal, config))
     write_report(args.output, report)
+    return 0
+
+
+def _add_test_set_args(parser: argparse.ArgumentParser) -> None:
+    """A trained model and a BPE'd test set to run it over under teacher forcing."""
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--vocab", required=True)
+    parser.add_argument("--source", required=True, help="BPE'd source text")
+    parser.add_argument("--target", required=True, help="BPE'd reference target text (teacher forcing)")
+
+
+def _add_caps(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-sentences", type=int, default=None, help="keep the first N pairs (file order)")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="keep the first pairs whose longer sides (</s> included) sum to at most N tokens",
+    )
+
+
+def _add_device_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+
+
+def _check_positive(args: argparse.Namespace, *keys: str) -> None:
+    for key in keys:
+        value = getattr(args, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{key.replace('_', '-')} must be positive, got {value}")
+
+
+def _load_test_set(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(model, capped test pairs) from the flags of :func:`_add_test_set_args` and :func:`_add_caps`."""
+    from nmtvariants.analysis.extract import cap_pairs
+    from nmtvariants.data.dataset import binarize
+    from nmtvariants.data.vocab import Vocabulary
+    from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.models import load_model
+
+    _check_positive(args, "max_sentences", "max_tokens", "batch_size")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model = load_model(args.checkpoint, map_location=args.device)
+    vocab = Vocabulary.load(args.vocab)
+    check_vocabulary(model, vocab, args.vocab)
+    return model, cap_pairs(binarize(args.source, args.target, vocab), args.max_sentences, args.max_tokens)
+
+
+def _labelled(spec: str) -> tuple[str, str]:
+    """``LABEL=FILE`` -> (label, file); a bare ``FILE`` is labelled with its stem."""
+    from pathlib import Path
+
+    label, sep, path = spec.partition("=")
+    if not sep:
+        return Path(spec).stem, spec
+    if not label or not path:
+        raise ConfigError(f"{spec!r}: expected LABEL=FILE or FILE")
+    return label, path
+
+
+def add_layer_analysis_parsers(subparsers: argparse._SubParsersAction) -> None:
+    """``similarity``, ``gate-stats`` and ``layer-probes``: the per-layer analyses of Emelin et al. 2019."""
+    sides = {"nargs": "+", "choices": ("encoder", "decoder"), "help": "default: every side in the file"}
+    si = subparsers.add_parser(
+        "similarity", help="cosine similarity of each layer's states with the embeddings -> long CSV"
+    )
+    si.add_argument(
+        "--states",
+        nargs="+",
+        required=True,
+        metavar="LABEL=FILE",
+        help="states files from extract-states (embeddings, layers.*, output), one per variant",
+    )
+    si.add_argument("--output", required=True, help="CSV (variant, side, layer, name, cosine, ...)")
+    si.add_argument("--sides", **sides)
+    si.set_defaults(func=run_similarity)
+
+    ga = subparsers.add_parser(
+        "gate-stats", help="shortcut gate activations per layer over a test set (teacher forcing) -> CSV"
+    )
+    _add_test_set_args(ga)
+    _add_caps(ga)
+    ga.add_argument("--output", required=True, help="CSV (variant, side, layer, gate, mean, std, ...)")
+    ga.add_argument("--label", help="the variant column (default: the checkpoint's file stem)")
+    ga.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
+    _add_device_args(ga)
+    ga.set_defaults(func=run_gate_stats)
+
+    lp = subparsers.add_parser(
+        "layer-probes", help="a lexical probe per encoder/decoder layer; held-out accuracy by group -> CSV"
+    )
+    lp.add_argument("--states", required=True, help="states file from extract-states (every layer)")
+    lp.add_argument("--test-states", help="report on this states file (same model) instead of a test part")
+    lp.add_argument("--output", required=True, help="CSV (variant, side, layer, group_kind, group, ...)")
+    lp.add_argument("--label", help="the variant column (default: the states file's stem)")
+    lp.add_argument("--sides", **sides)
+    lp.add_argument("--valid-fraction", type=float, default=0.1, help="sentences for early stopping")
+    lp.add_argument("--test-fraction", type=float, default=0.2, help="held-out sentences (no --test-states)")
+    lp.add_argument("--seed", type=int, default=1)
+    _add_caps(lp)
+    lp.add_argument("--hidden", type=int, help="probe hidden units (512)")
+    lp.add_argument("--lr", type=float, help="Adam learning rate (2e-4)")
+    lp.add_argument("--dropout", type=float, help="probe dropout (0.5)")
+    lp.add_argument("--batch-size", type=int, help="token states per update (512)")
+    lp.add_argument("--patience", type=int, help="epochs without a better valid accuracy (5)")
+    lp.add_argument("--max-epochs", type=int)
+    _add_device_args(lp)
+    for part, side in (("source", "encoder"), ("target", "decoder")):
+        lp.add_argument(
+            f"--{part}-group",
+            action="append",
+            default=[],
+            metavar="NAME=FILE",
+            help=f"{side} accuracy per label of FILE (one label per BPE token, parallel to the {part} text)",
+        )
+        lp.add_argument(
+            f"--{part}-frequency",
+            metavar="TEXT",
+            help=f"BPE'd {part} text whose counts define the {side} frequency bins "
+            "(default: the probe's training tokens)",
+        )
+    lp.add_argument("--bins", type=int, default=10, help="frequency bins")
+    lp.add_argument("--vocab", help="vocabulary (needed by --*-frequency)")
+    lp.set_defaults(func=run_layer_probes)
+
+
+def run_similarity(args: argparse.Namespace) -> int:
+    from nmtvariants.analysis.similarity import COLUMNS, layer_similarity, write_csv
+    from nmtvariants.analysis.states import read_state_file
+
+    rows = []
+    for spec in args.states:
+        label, path = _labelled(spec)
+        rows += layer_similarity(read_state_file(path), label, args.sides)
+    write_csv(args.output, rows, COLUMNS)
+    return 0
+
+
+def run_gate_stats(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from nmtvariants.analysis.gates import COLUMNS, gate_statistics
+    from nmtvariants.analysis.similarity import write_csv
+
+    model, data = _load_test_set(args)
+    label = args.label or Path(args.checkpoint).stem
+    write_csv(args.output, gate_statistics(model, data, label, args.batch_size, args.device), COLUMNS)
+    return 0
+
+
+def run_layer_probes(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from nmtvariants.analysis.layer_probes import COLUMNS, LayerProbeSettings, probe_layers
+    from nmtvariants.analysis.mlp_probe import MLPProbeConfig
+    from nmtvariants.analysis.similarity import file_sides, write_csv
+    from nmtvariants.analysis.states import TokenStates, read_state_file
+
+    _check_positive(args, "max_sentences", "max_tokens")
+    for part in ("source", "target"):
+        if getattr(args, f"{part}_frequency") and not args.vocab:
+            raise ConfigError(f"--{part}-frequency needs --vocab (the model's vocabulary)")
+        for spec in getattr(args, f"{part}_group"):
+            if not all(spec.partition("=")[::2]):
+                raise ConfigError(f"--{part}-group {spec!r}: expected NAME=FILE")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    file = read_state_file(args.states)
+    test_file = read_state_file(args.test_states) if args.test_states else file
+    sides = file_sides(test_file, file_sides(file, args.sides))
+    groups = {}
+    for part, side in (("source", "encoder"), ("target", "decoder")):
+        if side in sides and (getattr(args, f"{part}_group") or getattr(args, f"{part}_frequency")):
+            request = argparse.Namespace(
+                group=getattr(args, f"{part}_group"),
+                frequency_bins=getattr(args, f"{part}_frequency"),
+                vocab=args.vocab,
+                bins=args.bins,
+            )
+            index = TokenStates(f"{side}.embeddings", np.empty((0, 0)), test_file.indices[side])
+            groups[side] = _groups(request, test_file, index)
+    settings = LayerProbeSettings(
+        valid_fraction=args.valid_fraction,
+        test_fraction=args.test_fraction,
+        bins=args.bins,
+        max_sentences=args.max_sentences,
+        max_tokens=args.max_tokens,
+        probe=_settings(MLPProbeConfig, args, seed=args.seed),
+    )
+    rows = probe_layers(
+        file,
+        settings,
+        test_file if args.test_states else None,
+        groups,
+        args.label or Path(args.states).stem,
+        sides,
+    )
+    write_csv(args.output, rows, COLUMNS)
     return 0

@@ -52,6 +52,8 @@ def setup(tmp_path_factory):
     ]
     write_lines(root / "test.src", [" ".join(s) for s in sources])
     write_lines(root / "test.tgt", [" ".join(reversed(s)) for s in sources])
+    write_lines(root / "held.src", [" ".join(s) for s in sources[250:290]])
+    write_lines(root / "held.tgt", [" ".join(reversed(s)) for s in sources[250:290]])
     return root
 
 
@@ -65,10 +67,12 @@ def on_test_set(root, name: str, *args: str) -> list[str]:
     ]
 
 
+def pairs_of(root, stem: str) -> ParallelData:
+    return binarize(root / f"{stem}.src", root / f"{stem}.tgt", Vocabulary.load(root / "vocab.txt"))
+
+
 def pairs(root, count: int) -> ParallelData:
-    return cap_pairs(
-        binarize(root / "test.src", root / "test.tgt", Vocabulary.load(root / "vocab.txt")), count
-    )
+    return cap_pairs(pairs_of(root, "test"), count)
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +137,32 @@ def test_the_csv_equals_one_probe_run_on_the_extracted_states(setup, table):
             assert float(row["perplexity"]) == report["test"]["perplexity"]
             assert int(row["tokens"]) == report["test"]["tokens"]
             assert report["causal"] is (side == "target" and name.startswith("decoder"))
+
+
+def test_a_separate_test_set_equals_probe_with_test_states(setup):
+    """With --test-source/--test-target the split holds train and valid only and every held-out
+    sentence comes from the test set: as `probe --test-states` does."""
+    held = ("--test-source", str(setup / "held.src"), "--test-target", str(setup / "held.tgt"))
+    output = ("--output", str(setup / "held.csv"), "--modules", "SEM", "Encoder", "--decode", "target")
+    with single_thread():
+        run = on_test_set(setup, "reconstruction-probes", *held, *output, "--max-sentences", "60")
+        assert main([*run, "--seed", SEED, *TINY]) == 0
+        with open(setup / "held.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert [(int(r["layer"]), r["module"]) for r in rows] == [(0, ENCODER), (1, "SEM"), (2, "SEM")]
+        name = "decoder.layers.1.cross.out"
+        for states, stem in (("train.npz", "test"), ("held.npz", "held")):
+            extract = on_test_set(setup, "extract-states", "--output", str(setup / states), "--names", name)
+            extract[extract.index("--source") + 1] = str(setup / f"{stem}.src")
+            extract[extract.index("--target") + 1] = str(setup / f"{stem}.tgt")
+            assert main([*extract, "--max-sentences", "60"]) == 0
+        probe = ["probe", "--kind", "reconstruction", "--states", str(setup / "train.npz"), "--name", name]
+        probe += ["--test-states", str(setup / "held.npz"), "--decode", "target", "--seed", SEED, *TINY]
+        assert main([*probe, "--output", str(setup / "held.json")]) == 0
+    report = json.loads((setup / "held.json").read_text())
+    assert report["split"] == {"train": 54, "valid": 6, "test": 40}
+    assert float(rows[2]["perplexity"]) == report["test"]["perplexity"]
+    assert int(rows[2]["tokens"]) == report["test"]["tokens"] == len(pairs_of(setup, "held").tgt_tokens)
 
 
 def test_modules_a_layout_lacks_are_absent():
@@ -201,6 +231,10 @@ def test_exit_codes(setup, capsys):
     assert "--max-sentences must be positive" in capsys.readouterr().err
     assert main(on_test_set(setup, "reconstruction-probes", *out, "--max-sentences", "2")) == 2
     assert "cannot be split" in capsys.readouterr().err
+    assert (
+        main(on_test_set(setup, "reconstruction-probes", *out, "--test-source", str(setup / "held.src"))) == 2
+    )
+    assert "--test-source and --test-target go together" in capsys.readouterr().err
     bad = on_test_set(setup, "reconstruction-probes", *out)
     bad[bad.index("--checkpoint") + 1] = str(setup / "none.pt")
     assert main(bad) == 2

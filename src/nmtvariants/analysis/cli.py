@@ -408,6 +408,8 @@ def add_reconstruction_parser(subparsers: argparse._SubParsersAction) -> None:
         "perplexity of the source and the target -> long CSV",
     )
     _add_test_set_args(rp)
+    rp.add_argument("--test-source", help="held-out BPE'd source: report on it instead of a test part")
+    rp.add_argument("--test-target", help="its BPE'd reference target")
     rp.add_argument(
         "--output", required=True, help="CSV (variant, target_side, layer, module, perplexity, ...)"
     )
@@ -427,7 +429,9 @@ def add_reconstruction_parser(subparsers: argparse._SubParsersAction) -> None:
         help="what to probe (default: all the layout has; Encoder = the encoder output, at layer 0)",
     )
     rp.add_argument("--valid-fraction", type=float, default=0.1, help="sentences for early stopping")
-    rp.add_argument("--test-fraction", type=float, default=0.2, help="held-out sentences")
+    rp.add_argument(
+        "--test-fraction", type=float, default=0.2, help="held-out sentences (without --test-source)"
+    )
     rp.add_argument("--seed", type=int, default=1, help="the split's and every probe's seed")
     _add_caps(rp)
     rp.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass of the NMT model")
@@ -456,8 +460,12 @@ def run_reconstruction_probes(args: argparse.Namespace) -> int:
         write_csv,
     )
     from nmtvariants.analysis.reconstruction_probe import ReconstructionConfig
+    from nmtvariants.data.dataset import binarize
+    from nmtvariants.data.vocab import Vocabulary
 
     _check_positive(args, "max_sentences", "max_tokens", "batch_size")
+    if (args.test_source is None) != (args.test_target is None):
+        raise ConfigError("--test-source and --test-target go together (a held-out parallel test set)")
     probe = _settings(ReconstructionConfig, args, seed=args.seed, device=args.device)
     settings = ReconstructionLayerSettings(
         valid_fraction=args.valid_fraction,
@@ -471,6 +479,9 @@ def run_reconstruction_probes(args: argparse.Namespace) -> int:
         probe=probe,
     )
     model, data = _load_test_set(args)
-    rows = reconstruction_layers(model, data, settings, args.label or Path(args.checkpoint).stem)
+    test_data = None
+    if args.test_source:
+        test_data = binarize(args.test_source, args.test_target, Vocabulary.load(args.vocab))
+    rows = reconstruction_layers(model, data, settings, args.label or Path(args.checkpoint).stem, test_data)
     write_csv(args.output, rows)
     return 0

@@ -23,7 +23,9 @@ Choices (seed brief §3.3, "suggested" there):
   out of the translation history; the encoder output never saw the target, so it needs no mask;
 * one seeded split by sentence (train / valid for early stopping / test for the reported figures)
   is shared by every probe, so all curves compare on the same held-out sentences; the probe's seed
-  is the split's seed, as in ``nmtvariants probe``;
+  is the split's seed, as in ``nmtvariants probe``. The paper trains its probes on the MT training
+  set and reports on a held-out set: give a separate test set and the split only holds train and
+  valid;
 * where two modules hold the same tensor (IFM and Add-Norm of a post-norm layer with an FFN; IFM and
   Add-NormI in ``simplified``) the probe is trained once and its figures are written for both: the
   probe is deterministic for a given seed and input, so the second run would repeat the first.
@@ -53,7 +55,7 @@ from nmtvariants.analysis.decoder_modules import decoder_module_names
 from nmtvariants.analysis.extract import cap_pairs, extract_states
 from nmtvariants.analysis.probe_data import DECODE, default_causal, sequence_pairs
 from nmtvariants.analysis.reconstruction_probe import ReconstructionConfig, train_reconstruction_probe
-from nmtvariants.analysis.splits import Split, split_sentences
+from nmtvariants.analysis.splits import split_sentences
 from nmtvariants.analysis.states import StateFile, TokenStates, side_of
 from nmtvariants.data.dataset import ParallelData
 from nmtvariants.errors import ConfigError, InputError
@@ -126,30 +128,52 @@ def reconstruction_layers(
     data: ParallelData,
     settings: ReconstructionLayerSettings,
     variant: str = "",
+    test_data: ParallelData | None = None,
 ) -> list[dict[str, Any]]:
-    """Extract the states of :func:`representations` over ``data`` (capped) and probe each; one
-    row per (target_side, layer, module), sides in ``settings.decode`` order."""
+    """Extract the states of :func:`representations` over ``data`` and probe each; one row per
+    (target_side, layer, module), sides in ``settings.decode`` order.
+
+    ``test_data``: report on these pairs (the paper's protocol: probes trained on MT training data,
+    perplexity on a held-out test set) instead of a test part split off ``data``; the caps apply to
+    both.
+    """
     for side in settings.decode:
         if side not in DECODE:
             raise ConfigError(f"decode: {side!r} is not one of {', '.join(DECODE)}")
-    if settings.test_fraction <= 0:
-        raise ConfigError(f"test_fraction must be > 0 (the held-out part), got {settings.test_fraction}")
-    data = cap_pairs(data, settings.max_sentences, settings.max_tokens)
+    test_fraction = 0.0 if test_data is not None else settings.test_fraction
+    if test_data is None and test_fraction <= 0:
+        raise ConfigError(f"test_fraction must be > 0 (the held-out part), got {test_fraction}")
     chosen = representations(model, settings.modules)
-    indices, arrays = extract_states(
-        model, data, [r.name for r in chosen], settings.batch_size, settings.probe.device, settings.dtype
-    )
-    # an in-memory states file: the same view of sentences and states a probe gets from disk
-    file = StateFile(Path("<memory>"), data, indices, sorted(arrays), {"vocab_size": int(model.vocab_size)})
-    split = split_sentences(len(data), settings.valid_fraction, settings.test_fraction, settings.probe.seed)
-    states = {r.name: TokenStates(r.name, arrays[r.name], indices[side_of(r.name)]) for r in chosen}
+    file, states = _extract(model, data, chosen, settings)
+    split = split_sentences(len(file.sentences), settings.valid_fraction, test_fraction, settings.probe.seed)
+    if test_data is None:
+        test_file, test_states, test = file, states, split.test
+    else:
+        test_file, test_states = _extract(model, test_data, chosen, settings)
+        test = np.arange(len(test_file.sentences))
     rows = []
     for side in settings.decode:
         probed: list[tuple[Representation, dict[str, Any]]] = []
         for rep in chosen:
-            same = next((figures for other, figures in probed if _same_states(states, other, rep)), None)
-            figures = same if same is not None else _probe(file, states[rep.name], split, side, settings)
-            probed.append((rep, figures))
+            same = next(
+                (
+                    figures
+                    for other, figures in probed
+                    if _same_states(states, other, rep) and _same_states(test_states, other, rep)
+                ),
+                None,
+            )
+            if same is None:
+                parts = [
+                    sequence_pairs(file, states[rep.name], split.train, side),
+                    sequence_pairs(file, states[rep.name], split.valid, side),
+                    sequence_pairs(test_file, test_states[rep.name], test, side),
+                ]
+                causal = default_causal(side_of(rep.name), side)
+                same = _figures(
+                    rep, train_reconstruction_probe(*parts, file.vocab_size, causal, settings.probe)
+                )
+            probed.append((rep, same))
             rows.append(
                 {
                     "variant": variant,
@@ -157,18 +181,28 @@ def reconstruction_layers(
                     "layer": rep.layer,
                     "module": rep.module,
                     "name": rep.name,
-                    **figures,
+                    **same,
                 }
             )
             log.info(
-                "%s %s layer %d %s: perplexity %.3f",
-                variant,
-                side,
-                rep.layer,
-                rep.module,
-                figures["perplexity"],
+                "%s %s layer %d %s: perplexity %.3f", variant, side, rep.layer, rep.module, same["perplexity"]
             )
     return rows
+
+
+def _extract(
+    model: torch.nn.Module,
+    data: ParallelData,
+    chosen: Sequence[Representation],
+    settings: ReconstructionLayerSettings,
+) -> tuple[StateFile, dict[str, TokenStates]]:
+    """The capped pairs' states as an in-memory states file: the view a probe gets from disk."""
+    data = cap_pairs(data, settings.max_sentences, settings.max_tokens)
+    indices, arrays = extract_states(
+        model, data, [r.name for r in chosen], settings.batch_size, settings.probe.device, settings.dtype
+    )
+    file = StateFile(Path("<memory>"), data, indices, sorted(arrays), {"vocab_size": int(model.vocab_size)})
+    return file, {r.name: TokenStates(r.name, arrays[r.name], indices[side_of(r.name)]) for r in chosen}
 
 
 def _same_states(states: dict[str, TokenStates], first: Representation, second: Representation) -> bool:
@@ -176,17 +210,10 @@ def _same_states(states: dict[str, TokenStates], first: Representation, second: 
     return a.side == b.side and a.states.shape == b.states.shape and np.array_equal(a.states, b.states)
 
 
-def _probe(
-    file: StateFile, states: TokenStates, split: Split, side: str, settings: ReconstructionLayerSettings
-) -> dict[str, Any]:
-    parts = [
-        sequence_pairs(file, states, sentences, side) for sentences in (split.train, split.valid, split.test)
-    ]
-    causal = default_causal(states.side, side)
-    report = train_reconstruction_probe(*parts, file.vocab_size, causal, settings.probe)
+def _figures(rep: Representation, report: dict[str, Any]) -> dict[str, Any]:
     test = report["test"]
     if test is None or test["tokens"] == 0:
-        raise InputError(f"{states.name}: no held-out sentences to report on; extract more sentences")
+        raise InputError(f"{rep.name}: no held-out sentences to report on; give more sentences")
     return {
         "perplexity": test["perplexity"],
         "nll": test["nll"],

@@ -1,4 +1,4 @@
-"""Reconstruction probes on every decoder layer and module (Yang et al. 2020 §3.1, Figs 3, 8 and 10).
+"""Reconstruction probes on every decoder layer and module (Yang et al. 2020, Figs 3, 8 and 10).
 
 For a trained model and a BPE'd test set, the states of every decoder layer's modules are extracted
 once (:func:`~nmtvariants.analysis.extract.extract_states`: eval mode, teacher forcing on the
@@ -20,7 +20,9 @@ Choices (seed brief §3.3, "suggested" there):
 * the source sentence (``tokens + </s>``) is decoded with the whole representation visible; the
   target sentence from decoder states with the causal memory mask
   (:func:`~nmtvariants.analysis.probe_data.default_causal`), so the probe cannot copy the next word
-  out of the translation history; the encoder output never saw the target, so it needs no mask;
+  out of the translation history (a low masked perplexity then means the state holds the *next*
+  word, as the NMT model's own prediction does); the encoder output never saw the target, so it
+  needs no mask;
 * one seeded split by sentence (train / valid for early stopping / test for the reported figures)
   is shared by every probe, so all curves compare on the same held-out sentences; the probe's seed
   is the split's seed, as in ``nmtvariants probe``. The paper trains its probes on the MT training

@@ -1,7 +1,8 @@
 """Sub-commands ``extract-states`` (a model's states over a test set, to ``.npz``) and ``probe``
 (train one probe on one representation of that file, report held-out figures as JSON); and the per-layer
 analyses of Emelin et al. 2019, each a long CSV: ``similarity`` (cosine of every layer with the
-embeddings), ``gate-stats`` (shortcut gate activations) and ``layer-probes`` (a lexical probe per layer).
+embeddings), ``gate-stats`` (shortcut gate activations) and ``layer-probes`` (a lexical probe per layer);
+and ``reconstruction-probes`` (Yang et al. 2020: a reconstruction probe per decoder layer and module).
 
 One probe per call: a study's workflow runs one job per (model, representation, probe kind), and each
 job reads only the one array it needs from the states file.
@@ -91,6 +92,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--batch-sentences", type=int)
     pr.set_defaults(func=run_probe)
     add_layer_analysis_parsers(subparsers)
+    add_reconstruction_parser(subparsers)
 
 
 def run_extract(args: argparse.Namespace) -> int:
@@ -393,4 +395,93 @@ def run_layer_probes(args: argparse.Namespace) -> int:
         sides,
     )
     write_csv(args.output, rows, COLUMNS)
+    return 0
+
+
+def add_reconstruction_parser(subparsers: argparse._SubParsersAction) -> None:
+    """``reconstruction-probes``: Yang et al.'s (2020) probe per decoder layer and module, from a model."""
+    from nmtvariants.analysis.reconstruction_layers import MODULES
+
+    rp = subparsers.add_parser(
+        "reconstruction-probes",
+        help="a reconstruction probe per decoder layer and module (TEM, SEM, IFM, ...); held-out "
+        "perplexity of the source and the target -> long CSV",
+    )
+    _add_test_set_args(rp)
+    rp.add_argument("--test-source", help="held-out BPE'd source: report on it instead of a test part")
+    rp.add_argument("--test-target", help="its BPE'd reference target")
+    rp.add_argument(
+        "--output", required=True, help="CSV (variant, target_side, layer, module, perplexity, ...)"
+    )
+    rp.add_argument("--label", help="the variant column (default: the checkpoint's file stem)")
+    rp.add_argument(
+        "--decode",
+        nargs="+",
+        choices=("source", "target"),
+        default=["source", "target"],
+        help="sentences to reconstruct",
+    )
+    rp.add_argument(
+        "--modules",
+        nargs="+",
+        choices=MODULES,
+        default=list(MODULES),
+        help="what to probe (default: all the layout has; Encoder = the encoder output, at layer 0)",
+    )
+    rp.add_argument("--valid-fraction", type=float, default=0.1, help="sentences for early stopping")
+    rp.add_argument(
+        "--test-fraction", type=float, default=0.2, help="held-out sentences (without --test-source)"
+    )
+    rp.add_argument("--seed", type=int, default=1, help="the split's and every probe's seed")
+    _add_caps(rp)
+    rp.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass of the NMT model")
+    rp.add_argument(
+        "--dtype", choices=tuple(STATE_DTYPES), default="float32", help="extracted state precision"
+    )
+    rp.add_argument("--d-model", type=int, help="probe width (512)")
+    rp.add_argument("--heads", dest="n_heads", type=int, help="probe attention heads (8)")
+    rp.add_argument("--d-ff", type=int, help="probe FFN width (2048)")
+    rp.add_argument("--dropout", type=float, help="probe dropout (0.1)")
+    rp.add_argument("--lr", type=float, help="Adam learning rate (5e-4)")
+    rp.add_argument("--warmup", type=int, help="warm-up steps then inverse sqrt (0: constant rate)")
+    rp.add_argument("--batch-sentences", type=int, help="sentences per probe update (32)")
+    rp.add_argument("--patience", type=int, help="epochs without a better valid NLL (3)")
+    rp.add_argument("--max-epochs", type=int, help="(50)")
+    _add_device_args(rp)
+    rp.set_defaults(func=run_reconstruction_probes)
+
+
+def run_reconstruction_probes(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from nmtvariants.analysis.reconstruction_layers import (
+        ReconstructionLayerSettings,
+        reconstruction_layers,
+        write_csv,
+    )
+    from nmtvariants.analysis.reconstruction_probe import ReconstructionConfig
+    from nmtvariants.data.dataset import binarize
+    from nmtvariants.data.vocab import Vocabulary
+
+    _check_positive(args, "max_sentences", "max_tokens", "batch_size")
+    if (args.test_source is None) != (args.test_target is None):
+        raise ConfigError("--test-source and --test-target go together (a held-out parallel test set)")
+    probe = _settings(ReconstructionConfig, args, seed=args.seed, device=args.device)
+    settings = ReconstructionLayerSettings(
+        valid_fraction=args.valid_fraction,
+        test_fraction=args.test_fraction,
+        max_sentences=args.max_sentences,
+        max_tokens=args.max_tokens,
+        decode=tuple(dict.fromkeys(args.decode)),
+        modules=tuple(dict.fromkeys(args.modules)),
+        batch_size=args.batch_size,
+        dtype=STATE_DTYPES[args.dtype],
+        probe=probe,
+    )
+    model, data = _load_test_set(args)
+    test_data = None
+    if args.test_source:
+        test_data = binarize(args.test_source, args.test_target, Vocabulary.load(args.vocab))
+    rows = reconstruction_layers(model, data, settings, args.label or Path(args.checkpoint).stem, test_data)
+    write_csv(args.output, rows)
     return 0

@@ -24,6 +24,7 @@ import sacrebleu
 import torch
 
 from nmtvariants.cli import main
+from nmtvariants.config import training_runs, with_defaults
 from nmtvariants.errors import InputError
 from nmtvariants.provenance import code_provenance, git_state
 from nmtvariants.reporting.figures import layer_figure, save_png
@@ -38,7 +39,42 @@ from nmtvariants.training.checkpoints import load_checkpoint, save_checkpoint
 from nmtvariants.training.cli import write_run_summary
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = {"seed": 1, "toyworld": {"seed": 7, "sizes": {"train": 10, "valid": 2, "test": 2}}}
+CONFIG = {
+    "seed": 1,
+    "toyworld": {"seed": 7, "sizes": {"train": 10, "valid": 2, "test": 2}},
+    "corpora": {
+        "toyworld": {
+            "source": "toyworld",
+            "pairs": ["en-de"],
+            "testsets": ["test"],
+            "preprocess": {"bpe": {"merges": 100}},
+        }
+    },
+    "experiments": {
+        "toy": {
+            "study": "baseline",
+            "corpus": "toyworld",
+            "pairs": ["en-de"],
+            "model": {"preset": "tiny"},
+            "variants": {"baseline": {}},
+            "train": {"max_updates": 5},
+            "evaluate": {"testsets": ["test"]},
+        }
+    },
+}
+
+
+def resolved_config() -> dict:
+    """CONFIG as the workflow hands it to the report: schema defaults filled in."""
+    return with_defaults(CONFIG, REPO / "schemas" / "config.schema.yaml")
+
+
+def run_folder() -> str:
+    """The shared run folder the workflow gives toy/en-de/baseline: models/runs/<content id>."""
+    (run_id,) = training_runs(resolved_config())
+    return f"runs/{run_id}"
+
+
 HYPS = ["Die Katze sitzt auf der Matte.", "Ein Hund läuft im Park.", "Zwei Männer spielen Fußball."]
 REFS = ["Die Katze saß auf der Matte.", "Ein Hund rennt im Park.", "Zwei Männer spielen Fußball."]
 
@@ -129,7 +165,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
         {"layer": [1, 2, 1, 2], "value": [0.5, 0.7, 0.6, 0.8], "variant": ["a", "a", "b", "b"]}
     ).to_csv(figures / "probe.csv", index=False)
     save_png(layer_figure(figures / "probe.csv"), figures / "probe.png")
-    run = root / "models" / "toy" / "en-de" / "baseline"
+    run = root / "models" / run_folder()
     run.mkdir(parents=True)
     result = SimpleNamespace(update=5, stop_reason="max_updates", best=None, last_valid=None)
     write_run_summary(run, result)
@@ -154,7 +190,7 @@ def report_of(run: SimpleNamespace) -> str:
     return build_report(
         results_dir=run.root / "results",
         data_dir=run.root / "data",
-        config=CONFIG,
+        config=resolved_config(),
         repo=run.root,
         models_dir=run.root / "models",
     )
@@ -209,7 +245,7 @@ def test_dirty_checkout_is_flagged_and_missing_git_is_unknown(run_dir, tmp_path)
 def test_run_json_and_checkpoints_record_the_commit(run_dir, tmp_path):
     expected = git_state(REPO)
     assert code_provenance() == expected
-    run = json.loads((run_dir.root / "models/toy/en-de/baseline/run.json").read_text())
+    run = json.loads((run_dir.root / "models" / run_folder() / "run.json").read_text())
     assert run["provenance"] == expected and run["updates"] == 5
     state = {"model": {"w": torch.ones(2)}, "update": 3}
     save_checkpoint(state, tmp_path / "checkpoint_3.pt")
@@ -267,9 +303,9 @@ def test_each_table_shows_its_own_commits_not_the_report_commit(run_dir):
     assert f"- computed by commit `{run_dir.commit_b}` (the job that wrote the table)" in stats
     trained = describe_commit(code_provenance())
     assert f"- models trained by commit `{trained}`" in agree
-    assert f"| toy/en-de/baseline | 5 | max_updates | `{trained}` |" in section(text, "Training runs")
+    assert f"| {run_folder()} | 5 | max_updates | `{trained}` |" in section(text, "Training runs")
     hardware = section(text, "Hardware").splitlines()
-    trained_on = next(line for line in hardware if line.startswith("- models/toy/en-de/baseline/run.json: "))
+    trained_on = next(line for line in hardware if line.startswith(f"- models/{run_folder()}/run.json: "))
     assert f"torch {torch.__version__}" in trained_on and f"({os.cpu_count()} cores)" in trained_on
 
 
@@ -319,10 +355,11 @@ def test_config_hash_is_sha256_of_canonical_json_and_ignores_key_order():
     expected = hashlib.sha256(
         b'{"seed":1,"toyworld":{"seed":7,"sizes":{"test":2,"train":10,"valid":2}}}'
     ).hexdigest()[:12]
-    assert config_hash(CONFIG) == expected
+    config = {"seed": 1, "toyworld": {"seed": 7, "sizes": {"train": 10, "valid": 2, "test": 2}}}
+    assert config_hash(config) == expected
     reordered = {"toyworld": {"sizes": {"valid": 2, "train": 10, "test": 2}, "seed": 7}, "seed": 1}
     assert config_hash(reordered) == expected
-    assert config_hash({**CONFIG, "seed": 2}) != expected
+    assert config_hash({**config, "seed": 2}) != expected
 
 
 def test_git_commit_matches_git_and_marks_local_edits(tmp_path):

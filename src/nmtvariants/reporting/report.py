@@ -224,7 +224,8 @@ def commit_groups(sources: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def run_commits(sources: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-    """Commit -> systems, for score inputs whose system has a ``models/<system>/run.json``."""
+    """Commit -> systems, for score inputs whose system's training run has a ``run.json``
+    (``runs``: system -> record, :func:`runs_by_system`)."""
     groups: dict[str, list[str]] = {}
     for system in dict.fromkeys(str(s["system"]) for s in sources if s.get("system")):
         if system in runs:
@@ -285,7 +286,7 @@ def png_commit(path: Path) -> str | None:
 
 
 def find_runs(models_dir: Path | None) -> dict[str, dict[str, Any]]:
-    """``models/<system>/run.json`` records by system (``<experiment>/<pair>/<variant>``)."""
+    """``run.json`` records by their folder under ``models/`` (``runs/<run id>``)."""
     if models_dir is None or not Path(models_dir).is_dir():
         return {}
     runs = {}
@@ -294,6 +295,27 @@ def find_runs(models_dir: Path | None) -> dict[str, dict[str, Any]]:
         if isinstance(document, dict):
             runs[path.parent.relative_to(models_dir).as_posix()] = {**document, "path": path}
     return runs
+
+
+def runs_by_system(config: dict[str, Any], runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each scored system (``<experiment>/<pair>/<variant>``) -> the record of the shared run that
+    trained it. Runs live in content-addressed folders (``models/runs/<id>``), so the link comes
+    from the config as the workflow resolved it (schema defaults filled in, as the report rule
+    passes it); a config that does not resolve links nothing."""
+    from nmtvariants.config import training_runs
+    from nmtvariants.errors import NMTVariantsError
+
+    try:
+        trained = training_runs(config)
+    except (NMTVariantsError, KeyError, TypeError):
+        return {}
+    linked = {}
+    for run_id, run in trained.items():
+        record = runs.get(f"runs/{run_id}")
+        if record is not None:
+            for experiment, pair, variant in run.users:
+                linked[f"{experiment}/{pair}/{variant}"] = record
+    return linked
 
 
 def link(path: Path, out_dir: Path) -> str:
@@ -324,6 +346,7 @@ def build_report(
     digest = config_hash(config)
     host = hardware if hardware is not None else hardware_info()
     runs = find_runs(models_dir)
+    trained_by = runs_by_system(config, runs)
     lines = [
         "# nmtvariants report",
         "",
@@ -343,7 +366,7 @@ def build_report(
             body.insert(0, f"## {table.stem}")
         record = read_table_provenance(table)
         lines += [*body, "", f"- source: [{relative}]({relative}) · config `{digest}`"]
-        lines += provenance_lines(record, runs)
+        lines += provenance_lines(record, trained_by)
         lines.append("")
         for source in (record or {}).get("sources", []):
             if source.get("signatures"):

@@ -28,6 +28,7 @@ COMMAND_MODULES: list[str] = [
     "nmtvariants.reporting.report_cli",
     "nmtvariants.analysis.cli",
     "nmtvariants.vision.cli",
+    "nmtvariants.syntax.multitask_cli",
 ]
 
 

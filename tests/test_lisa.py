@@ -80,9 +80,8 @@ def test_the_loss_is_the_heads_cross_entropy_over_real_keys_in_float64(norm):
     h = block.norm(x) if norm == "pre" else x
     head, d_head = 2, 32 // 4
     cols = slice(head * d_head, (head + 1) * d_head)
-    h = h.detach()
-    q = (h @ block.attn.q_proj.weight.T + block.attn.q_proj.bias)[..., cols]
-    k = (h @ block.attn.k_proj.weight.T + block.attn.k_proj.bias)[..., cols]
+    q = (h @ block.attn.q_proj.weight.T + block.attn.q_proj.bias)[..., cols].detach()
+    k = (h @ block.attn.k_proj.weight.T + block.attn.k_proj.bias)[..., cols].detach()
     expected = 0.0
     for b in range(src.size(0)):
         n = int(src[b].ne(PAD_ID).sum())  # real tokens incl. </s>
@@ -142,6 +141,44 @@ def test_decoding_needs_no_parse_and_training_without_it_says_what_to_give():
     assert lisa.aux_losses.take() == {}  # nothing recorded while decoding
     with pytest.raises(InputError, match=r"lisa .*needs the integer stream 'parents_first'.*--mode first"):
         recorded_loss(lisa, SourceInputs([src]))
+
+
+def test_the_trainers_objective_adds_the_weighted_loss_of_each_batch(tmp_path):
+    import numpy as np
+
+    from nmtvariants.data.batching import collate
+    from nmtvariants.training.loss import label_smoothed_nll
+    from nmtvariants.training.train_config import parse_run_config
+    from nmtvariants.training.trainer import LossModule, Trainer
+
+    data = make_corpus(tmp_path / "corpus", pairs=40)
+    for split in ("train", "valid"):
+        path = write_parents(data[f"{split}_src"], tmp_path / f"{split}.parents_first")
+        data[f"{split}_aux"] = {STREAM: str(path)}
+    config = run_config(data, NO_DROPOUT)
+    config["variant"] = {"lisa": {"weight": 0.25}}
+    trainer = Trainer(parse_run_config(config), tmp_path / "run")
+    batch = collate(trainer.train_data, np.arange(6))
+    objective, _, _, aux = LossModule(trainer.model, 0.1)(batch.inputs, batch.tgt_in, batch.tgt_out)
+    assert set(aux) == {TERM}
+    with torch.no_grad():
+        (total, weight) = recorded_loss(trainer.model, batch.inputs)[TERM]
+        logits = trainer.model(batch.inputs, batch.tgt_in)
+        nmt, _ = label_smoothed_nll(logits, batch.tgt_out, 0.1)
+    assert weight == 0.25
+    torch.testing.assert_close(aux[TERM], 0.25 * total)
+    torch.testing.assert_close(objective.detach(), nmt + 0.25 * total, rtol=1e-5, atol=1e-5)
+
+
+def test_the_loss_is_float32_under_bfloat16_autocast():
+    torch.manual_seed(2)
+    model = tiny({"lisa": {}})
+    src, parents = random_batch([5, 3], seed=6)
+    inputs = SourceInputs([src], {STREAM: parents})
+    reference = float(recorded_loss(model, inputs)[TERM][0])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        (total, _) = recorded_loss(model, inputs)[TERM]
+    assert total.dtype == torch.float32 and float(total) == pytest.approx(reference, rel=0.05)
 
 
 @pytest.mark.parametrize(

@@ -65,12 +65,26 @@ def recorded_loss(model, inputs: SourceInputs) -> dict[str, tuple[torch.Tensor, 
     return model.aux_losses.take()
 
 
-@pytest.mark.parametrize("norm", ["pre", "post"])
-def test_the_loss_is_the_heads_cross_entropy_over_real_keys_in_float64(norm):
+def bilinear_logits(scorer, h: torch.Tensor) -> torch.Tensor:
+    """[a_q ; 1] U a_k^T with a = LeakyReLU(W h + b) (slope 0.01), per sentence, written out."""
+    with torch.no_grad():
+        a = h @ scorer.proj.weight.T + scorer.proj.bias
+        a = torch.where(a > 0, a, 0.01 * a)
+        dim = a.size(-1) // 2
+        a_q, a_k = a[..., :dim], a[..., dim:]
+        a_q = torch.cat([a_q, torch.ones_like(a_q[..., :1])], dim=-1)
+        return torch.stack([a_q[b] @ scorer.bilinear @ a_k[b].T for b in range(h.size(0))])
+
+
+@pytest.mark.parametrize(
+    ("norm", "scorer"), [("pre", "dot"), ("post", "dot"), ("pre", "bilinear"), ("post", "bilinear")]
+)
+def test_the_loss_is_the_heads_cross_entropy_over_real_keys_in_float64(norm, scorer):
     torch.manual_seed(3)  # biased projections like the authors' fairseq ones
-    model = tiny({"lisa": {"layer": 2, "head": 3, "weight": 0.5}}, norm=norm, attention_bias=True).double()
+    options = {"layer": 2, "head": 3, "weight": 0.5, "scorer": scorer}
+    model = tiny({"lisa": options}, norm=norm, attention_bias=True).double()
     src, parents = random_batch([5, 2, 7, 1], seed=11)
-    with capture(model, include=["encoder.layers.0"]) as rec:
+    with capture(model, attention=True, include=["encoder.layers.0", "encoder.layers.1.self.weights"]) as rec:
         terms = recorded_loss(model, SourceInputs([src], {STREAM: parents}))
     (total, weight) = terms[TERM]
     assert set(terms) == {TERM} and weight == 0.5 and total.dtype == torch.float64
@@ -82,21 +96,39 @@ def test_the_loss_is_the_heads_cross_entropy_over_real_keys_in_float64(norm):
     cols = slice(head * d_head, (head + 1) * d_head)
     q = (h @ block.attn.q_proj.weight.T + block.attn.q_proj.bias)[..., cols].detach()
     k = (h @ block.attn.k_proj.weight.T + block.attn.k_proj.bias)[..., cols].detach()
+    if scorer == "bilinear":
+        logits = bilinear_logits(block.attn.score_transform.scorer, h)
+    weights = rec["encoder.layers.1.self.weights"][0][:, head]
     expected = 0.0
     for b in range(src.size(0)):
         n = int(src[b].ne(PAD_ID).sum())  # real tokens incl. </s>
         for t in range(n):
-            scores = [float(q[b, t] @ k[b, j]) / math.sqrt(d_head) for j in range(n)]
+            if scorer == "bilinear":
+                scores = [float(logits[b, t, j]) for j in range(n)]
+            else:
+                scores = [float(q[b, t] @ k[b, j]) / math.sqrt(d_head) for j in range(n)]
             top = max(scores)
             log_z = top + math.log(sum(math.exp(s - top) for s in scores))
             expected += log_z - scores[int(parents[b, t])]
+            # the head attends with those logits, over the real keys only
+            probs = torch.tensor([math.exp(s - log_z) for s in scores], dtype=torch.float64)
+            torch.testing.assert_close(weights[b, t, :n], probs, rtol=1e-9, atol=1e-12)
+            assert float(weights[b, t, n:].abs().sum()) == 0.0
     assert float(total.detach()) == pytest.approx(expected, rel=1e-10)
 
 
-def test_lisa_adds_no_parameters_and_leaves_the_model_unchanged():
+def test_the_bilinear_head_adds_its_projection_and_matrix():
+    plain = tiny({})
+    assert (
+        count_parameters(tiny({"lisa": {}})) - count_parameters(plain) == 32 * 16 + 16 + 9 * 8
+    )  # dim = d_head 8
+    assert count_parameters(tiny({"lisa": {"dim": 5}})) - count_parameters(plain) == 32 * 10 + 10 + 6 * 5
+
+
+def test_the_dot_scorer_adds_no_parameters_and_leaves_the_model_unchanged():
     torch.manual_seed(0)
     plain = tiny({})
-    lisa = tiny({"lisa": {}})
+    lisa = tiny({"lisa": {"scorer": "dot"}})
     lisa.load_state_dict(plain.state_dict())  # no keys of its own
     assert count_parameters(lisa) == count_parameters(plain)
     src, parents = random_batch([4, 6], seed=2)
@@ -132,15 +164,26 @@ def test_the_loss_gradient_pulls_the_head_toward_the_parents():
 def test_decoding_needs_no_parse_and_training_without_it_says_what_to_give():
     torch.manual_seed(5)
     plain = tiny({}).eval()
-    lisa = tiny({"lisa": {}}).eval()
+    lisa = tiny({"lisa": {"scorer": "dot"}}).eval()
     lisa.load_state_dict(plain.state_dict())
-    src, _ = random_batch([5, 3], seed=8)
+    src, parents = random_batch([5, 3], seed=8)
     got = beam_search(lisa, SourceInputs([src]), beam_size=3)
     want = beam_search(plain, SourceInputs([src]), beam_size=3)
     assert [h[0].tokens for h in got] == [h[0].tokens for h in want]
     assert lisa.aux_losses.take() == {}  # nothing recorded while decoding
     with pytest.raises(InputError, match=r"lisa .*needs the integer stream 'parents_first'.*--mode first"):
         recorded_loss(lisa, SourceInputs([src]))
+
+    bilinear = tiny({"lisa": {}}).eval()  # the authors' head: decodes without parents, one row at a time too
+    batched = beam_search(bilinear, SourceInputs([src]), beam_size=3)
+    for row in range(src.size(0)):
+        n = int(src[row].ne(PAD_ID).sum())
+        ((alone, *_),) = beam_search(bilinear, SourceInputs([src[row : row + 1, :n]]), beam_size=3)
+        assert alone.tokens == batched[row][0].tokens
+    with torch.no_grad():  # and the parents change nothing at test time
+        torch.testing.assert_close(
+            bilinear.encode(src, {STREAM: parents}).states, bilinear.encode(src).states
+        )
 
 
 def test_the_trainers_objective_adds_the_weighted_loss_of_each_batch(tmp_path):
@@ -192,6 +235,9 @@ def test_the_loss_is_float32_under_bfloat16_autocast():
         ({"head": True}, r"model\.variant\.lisa\.head: a 1-based head"),
         ({"weight": -1}, r"model\.variant\.lisa\.weight: a number >= 0"),
         ({"weight": "1"}, r"model\.variant\.lisa\.weight"),
+        ({"scorer": "biaffine"}, r"model\.variant\.lisa\.scorer: must be one of bilinear, dot"),
+        ({"scorer": "dot", "dim": 8}, r"model\.variant\.lisa\.dim: only the bilinear scorer"),
+        ({"dim": 0}, r"model\.variant\.lisa\.dim: a positive integer"),
     ],
 )
 def test_option_errors_name_the_key(options, message):

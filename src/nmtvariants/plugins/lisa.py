@@ -1,19 +1,33 @@
 """LISA (Strubell et al. 2018) as Bugliarello & Okazaki adapt it to subwords: one supervised parent head.
 
-Spelling: ``--variant '{"lisa": {}}'`` or with options ``{"layer": 1, "head": 1, "weight": 1.0}``.
-One head of one encoder self-attention is trained to attend from each source token to its parent's
-*first subword* (the paper: "the root of the parent word"; seed brief §2.4). The auxiliary loss is the
-cross-entropy of that head's attention over the keys, per query token, on its logits:
+Spelling: ``--variant '{"lisa": {}}'`` or with options ``{"layer": 1, "head": 1, "weight": 1.0,
+"scorer": "bilinear", "dim": 64}``. One head of one encoder self-attention is trained to attend from
+each source token to its parent's *first subword* (the paper: "the root of the parent word"; seed
+brief §2.4). The auxiliary loss is the cross-entropy of that head's attention over the keys, per
+query token, on its logits:
 
     loss = - sum_{b, t real} log softmax_j(S[b, h, t, j] with padded keys j masked)[parent[b, t]]
 
-with ``S`` the head's scaled scores ``q k^T / sqrt(d_h)`` (what the softmax sees), summed over the
-real source tokens of the batch, ``</s>`` included (its parent is itself: the position-stream rule of
+with ``S`` the head's logits (what its softmax sees), summed over the real source tokens of the
+batch, ``</s>`` included (its parent is itself: the position-stream rule of
 :mod:`nmtvariants.data.extra_inputs`; the authors left-pad, so their "EOS -> T-1" is also the EOS
 itself). It enters the objective as ``weight * loss`` through ``model.aux_losses`` under the name
 ``lisa_parent`` (the trainer divides by the update's target-token count, like the label-smoothed NMT
-loss, and logs it as ``aux_lisa_parent``). The head's attention itself is the ordinary softmax of those
-scores, so the supervised head is used in training and at test time alike (the authors' ``--gold-parses 0``).
+loss, and logs it as ``aux_lisa_parent``). The head's attention is the ordinary (masked) softmax of
+those logits, so the supervised head is used in training and at test time alike (the authors'
+``--gold-parses 0``: no gold-parse teacher forcing).
+
+Which logits (``scorer``):
+
+* ``bilinear`` (default; the authors' ``multihead_lisa.py`` after Strubell et al.'s syntactic head): the
+  head's scores are *replaced* by ``[a_q ; 1] U a_k^T`` with ``a_q, a_k = LeakyReLU(split(W x + b))``,
+  ``W: d -> 2 dim``, ``U`` of shape ``(dim + 1) x dim`` (a query-side bias through the appended 1), not
+  scaled; ``x`` is the attention's query input (LN(x) in pre-norm, the layer input in post-norm, as in
+  the authors' post-norm fairseq model). The values stay the head's own V projection. New parameters:
+  ``2 d dim + 2 dim + (dim + 1) dim``; ``dim`` defaults to d_head (the authors' ``--lisa-dim 64`` with
+  d_head 64).
+* ``dot``: the head keeps its scaled dot-product scores ``q k^T / sqrt(d_h)`` and only the loss is added:
+  no new parameters, the model computes exactly what the baseline computes.
 
 Options (every error names its key, ``model.variant.lisa.<key>``):
 
@@ -21,24 +35,27 @@ Options (every error names its key, ``model.variant.lisa.<key>``):
   is 0-based: the first layer, which is our default).
 * ``head`` (1): 1-based head of that layer (the authors replace head 0, the first one).
 * ``weight`` (1.0): the loss weight (the authors' ``--parse-penalty 1.0``).
+* ``scorer`` (``bilinear``) and ``dim`` (null = d_head; ``bilinear`` only): above.
 
 The parents come from the integer stream ``parents_first`` (:data:`STREAM`, the same name as
 ``nmtvariants.syntax.parents.FIRST_STREAM``, written by ``nmtvariants parents --mode first``): one
 0-based BPE position per token. It is read only while the auxiliary loss is being recorded (training
 and validation forwards): translation and scoring need no parse.
 
-Why the ``score_transform`` seam and not the attention recorder: the seam sees the scaled scores of the
-forward that is being trained, before masking, inside the autograd graph, whether or not anything is
-being captured; the recorder stores softmax weights (log of a softmax is numerically worse than a
-log-softmax of the logits, and -inf at masked keys) and is meant for analysis. The transform returns
-the scores unchanged, so the model computes exactly what the baseline computes.
+Why the ``score_transform`` seam and not the attention recorder: the seam sees (and, for the bilinear
+head, replaces) the logits of the forward that is being trained, before masking, inside the autograd
+graph, whether or not anything is being captured; the recorder stores softmax weights (log of a
+softmax is numerically worse than a log-softmax of the logits, and -inf at masked keys), cannot change
+the scores, and is meant for analysis. The bilinear scorer reads the attention's query input through a
+forward pre-hook on that attention (the seam passes the scores, not the input). A score transform
+makes that one attention take the explicit-softmax path also when decoding (the encoder's layer, once
+per sentence).
 
 Where we differ from the authors' fairseq code (seed brief §2.4, open question 5):
 
-* Their syntactic head is a separate bilinear scorer (LeakyReLU projections to d_l = 64 and a
-  (d_l + 1) x d_l matrix U) whose softmax *replaces* head 0's weights; we supervise the scaled
-  dot-product scores of an ordinary head, as the task brief asks (no new parameters: the parameter
-  count equals the baseline's). The loss, targets and placement are theirs.
+* Their bilinear head attends over padded keys too; ours is masked like every head.
+* Their ``U`` is created after ``reset_parameters`` runs and is never initialised (``torch.Tensor(...)``,
+  whatever memory held); ours is Glorot-uniform, ``W`` Glorot with a zero bias as theirs.
 * Their ``F.cross_entropy(A_lisa, heads)`` takes the queries axis as the class axis and is applied to
   softmax outputs, with no key-padding mask; we compute the intended per-query cross-entropy over keys
   on the logits, padded keys masked, padded queries excluded.
@@ -53,11 +70,12 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.models.interfaces import AUX_PAD, AuxLosses, StackContext
-from nmtvariants.models.variants import register_variant
+from nmtvariants.models.variants import init_plugin_parameters, register_variant
 
 if TYPE_CHECKING:
     from nmtvariants.models.transformer import Transformer
@@ -65,6 +83,7 @@ if TYPE_CHECKING:
 KEY = "model.variant.lisa"
 STREAM = "parents_first"
 TERM = "lisa_parent"
+SCORERS = ("bilinear", "dot")
 
 
 def _is_int(value: Any) -> bool:
@@ -76,6 +95,8 @@ class LisaOptions:
     layer: int = 1
     head: int = 1
     weight: float = 1.0
+    scorer: str = "bilinear"
+    dim: int | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> LisaOptions:
@@ -96,6 +117,13 @@ class LisaOptions:
         weight = options.weight
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
             raise ConfigError(f"{KEY}.weight: a number >= 0, got {weight!r}")
+        if options.scorer not in SCORERS:
+            raise ConfigError(f"{KEY}.scorer: must be one of {', '.join(SCORERS)}, got {options.scorer!r}")
+        if options.dim is not None:
+            if options.scorer != "bilinear":
+                raise ConfigError(f"{KEY}.dim: only the bilinear scorer has a width; drop dim or use it")
+            if not _is_int(options.dim) or options.dim < 1:
+                raise ConfigError(f"{KEY}.dim: a positive integer (null = d_head), got {options.dim!r}")
         return options
 
 
@@ -114,16 +142,48 @@ def parent_cross_entropy(logits: torch.Tensor, parents: torch.Tensor, pad_mask: 
     return -torch.where(real, picked, torch.zeros_like(picked)).sum()
 
 
-class ParentHeadLoss(nn.Module):
-    """The ``score_transform`` of the LISA layer: records the parent loss, returns the scores unchanged."""
+class BilinearScorer(nn.Module):
+    """Strubell et al.'s syntactic head as the authors built it: ``[a_q ; 1] U a_k^T`` [B, T, T]."""
 
-    def __init__(self, head: int, weight: float, losses: AuxLosses):
+    def __init__(self, d_model: int, dim: int, factory: dict[str, Any]):
+        super().__init__()
+        self.proj = nn.Linear(d_model, 2 * dim, **factory)
+        self.bilinear = nn.Parameter(torch.empty(dim + 1, dim, **factory))
+        init_plugin_parameters(self)
+        nn.init.xavier_uniform_(self.bilinear)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a_q, a_k = F.leaky_relu(self.proj(x)).chunk(2, dim=-1)
+        a_q = torch.cat([a_q, torch.ones_like(a_q[..., :1])], dim=-1)
+        return torch.matmul(torch.matmul(a_q, self.bilinear.to(a_q.dtype)), a_k.transpose(-1, -2))
+
+
+class ParentHeadLoss(nn.Module):
+    """The ``score_transform`` of the LISA layer: puts the bilinear logits into the head (if any) and,
+    while losses are recorded, adds the parent loss on the head's logits."""
+
+    def __init__(self, head: int, weight: float, losses: AuxLosses, scorer: BilinearScorer | None):
         super().__init__()
         self.head = head  # 0-based here
         self.weight = weight
         self.losses = losses  # the model's recorder (not a module: no parameters, no state)
+        self.scorer = scorer
+        self._query_input: torch.Tensor | None = None
+
+    def remember_query_input(self, attn: nn.Module, args: tuple) -> None:
+        """Forward pre-hook of the attention: its first argument is the query input [B, T, d]."""
+        self._query_input = args[0]
 
     def forward(self, scores: torch.Tensor, ctx: StackContext, attn: nn.Module) -> torch.Tensor:
+        if self.scorer is not None:
+            x, self._query_input = self._query_input, None
+            if x is None or x.shape[0] != scores.size(0) or x.shape[1] != scores.size(-2):
+                raise RuntimeError(
+                    f"lisa ({attn.name}): the bilinear head did not see this attention's input"
+                )
+            logits = self.scorer(x).to(scores.dtype)
+            h = self.head
+            scores = torch.cat([scores[:, :h], logits[:, None], scores[:, h + 1 :]], dim=1)
         if not self.losses.active:  # decoding and scoring: no parse needed
             return scores
         parents = ctx.aux.get(STREAM)
@@ -157,4 +217,12 @@ def install_lisa(model: Transformer, raw: Any) -> None:
             f"{KEY}.layer: {attn.name} already has a score transform from another variant; "
             "put LISA in another layer"
         )
-    attn.score_transform = ParentHeadLoss(options.head - 1, float(options.weight), model.aux_losses)
+    scorer = None
+    if options.scorer == "bilinear":
+        reference = model.output_weight
+        factory = {"device": reference.device, "dtype": reference.dtype}
+        scorer = BilinearScorer(model.cfg.d_model, options.dim or attn.d_head, factory)
+    transform = ParentHeadLoss(options.head - 1, float(options.weight), model.aux_losses, scorer)
+    if scorer is not None:
+        attn.register_forward_pre_hook(transform.remember_query_input)
+    attn.score_transform = transform

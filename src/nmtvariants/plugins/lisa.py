@@ -56,12 +56,11 @@ Where we differ from the authors' fairseq code (seed brief §2.4, open question 
 * Their bilinear head attends over padded keys too; ours is masked like every head.
 * Their ``U`` is created after ``reset_parameters`` runs and is never initialised (``torch.Tensor(...)``,
   whatever memory held); ours is Glorot-uniform, ``W`` Glorot with a zero bias as theirs.
-* Their ``F.cross_entropy(A_lisa, heads)`` takes the queries axis as the class axis and is applied to
-  softmax outputs, with no key-padding mask; we compute the intended per-query cross-entropy over keys
-  on the logits, padded keys masked, padded queries excluded.
-* Their criterion averages the parse CE (``F.cross_entropy``'s mean) before adding it to a summed NMT
-  loss; we sum it over source tokens like the NMT loss is summed over target tokens, so both are divided
-  by the same target-token count (the AuxLosses contract).
+* Their ``F.cross_entropy(A_lisa, heads, reduction='sum')`` (``criterions/lisa_cross_entropy.py``)
+  takes the queries axis as the class axis and is applied to softmax outputs, with no key-padding mask,
+  and padding positions get the target T-1 and count; we compute the intended per-query cross-entropy
+  over keys on the logits, padded keys masked, padded queries excluded. Like theirs, the term is a sum
+  added to the summed NMT loss with ``--parse-penalty``, both divided by the same token count.
 """
 
 from __future__ import annotations

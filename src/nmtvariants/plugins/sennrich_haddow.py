@@ -2,10 +2,11 @@
 
 Spelling: ``--variant '{"sennrich_haddow": {}}'`` or ``{"labels": 37, "dim": 10}``.
 
-The authors' ``tagemb_transformer.py`` (seed brief §2.6) combines each source token's word embedding
-with an embedding of its word's dependency relation by **overwriting the last ``dim`` (10) dimensions**
-of the scaled word embedding with the label embedding, which is *not* scaled; the positions are added
-afterwards and the width stays d_model:
+The authors' ``tagemb_transformer.py`` (seed brief §2.6; ``x[:, :, -dim:] = embed_tags(src_tags)`` on
+``x = sqrt(d) * embed_tokens(src_tokens)``, then ``x += embed_positions``) combines each source
+token's word embedding with an embedding of its word's dependency relation by **overwriting the last
+``dim`` (10) dimensions** of the scaled word embedding with the label embedding, which is *not*
+scaled; the positions are added afterwards and the width stays d_model:
 
     x_t = [ sqrt(d) * E_word[w_t][: d - dim] ; E_label[l_t] ] + PE_t
 
@@ -23,7 +24,9 @@ Options (errors name ``model.variant.sennrich_haddow.<key>``):
 * ``dim`` (10): the label embedding's width (the authors' ``--tag-embed-dim 10``), 1 <= dim < d_model.
 
 The label stream ``dep_labels`` is an *input*: training, translation and scoring all need it
-(``--aux dep_labels=FILE``). New parameters: the (L + 1) x dim label table, Glorot-initialised.
+(``--aux dep_labels=FILE``). New parameters: the (L + 1) x dim label table, Glorot-initialised (the
+house rule; the authors' fairseq ``Embedding`` draws N(0, dim^-1/2) and zeroes its padding row, and its
+label dictionary is built from the data rather than a fixed inventory).
 """
 
 from __future__ import annotations

@@ -169,9 +169,9 @@ class ParentHeadLoss(nn.Module):
         self.scorer = scorer
         self._query_input: torch.Tensor | None = None
 
-    def remember_query_input(self, attn: nn.Module, args: tuple) -> None:
+    def remember_query_input(self, attn: nn.Module, args: tuple, kwargs: dict) -> None:
         """Forward pre-hook of the attention: its first argument is the query input [B, T, d]."""
-        self._query_input = args[0]
+        self._query_input = args[0] if args else kwargs["query_input"]
 
     def forward(self, scores: torch.Tensor, ctx: StackContext, attn: nn.Module) -> torch.Tensor:
         if self.scorer is not None:
@@ -223,5 +223,5 @@ def install_lisa(model: Transformer, raw: Any) -> None:
         scorer = BilinearScorer(model.cfg.d_model, options.dim or attn.d_head, factory)
     transform = ParentHeadLoss(options.head - 1, float(options.weight), model.aux_losses, scorer)
     if scorer is not None:
-        attn.register_forward_pre_hook(transform.remember_query_input)
+        attn.register_forward_pre_hook(transform.remember_query_input, with_kwargs=True)
     attn.score_transform = transform

@@ -1,0 +1,227 @@
+"""LISA (Strubell et al. 2018) as Bugliarello & Okazaki adapt it to subwords: one supervised parent head.
+
+Spelling: ``--variant '{"lisa": {}}'`` or with options ``{"layer": 1, "head": 1, "weight": 1.0,
+"scorer": "bilinear", "dim": 64}``. One head of one encoder self-attention is trained to attend from
+each source token to its parent's *first subword* (the paper: "the root of the parent word"; seed
+brief §2.4). The auxiliary loss is the cross-entropy of that head's attention over the keys, per
+query token, on its logits:
+
+    loss = - sum_{b, t real} log softmax_j(S[b, h, t, j] with padded keys j masked)[parent[b, t]]
+
+with ``S`` the head's logits (what its softmax sees), summed over the real source tokens of the
+batch, ``</s>`` included (its parent is itself: the position-stream rule of
+:mod:`nmtvariants.data.extra_inputs`; the authors left-pad, so their "EOS -> T-1" is also the EOS
+itself). It enters the objective as ``weight * loss`` through ``model.aux_losses`` under the name
+``lisa_parent`` (the trainer divides by the update's target-token count, like the label-smoothed NMT
+loss, and logs it as ``aux_lisa_parent``). The head's attention is the ordinary (masked) softmax of
+those logits, so the supervised head is used in training and at test time alike (the authors'
+``--gold-parses 0``: no gold-parse teacher forcing).
+
+Which logits (``scorer``):
+
+* ``bilinear`` (default; the authors' ``multihead_lisa.py`` after Strubell et al.'s syntactic head): the
+  head's scores are *replaced* by ``[a_q ; 1] U a_k^T`` with ``a_q, a_k = LeakyReLU(split(W x + b))``,
+  ``W: d -> 2 dim``, ``U`` of shape ``(dim + 1) x dim`` (a query-side bias through the appended 1), not
+  scaled; ``x`` is the attention's query input (LN(x) in pre-norm, the layer input in post-norm, as in
+  the authors' post-norm fairseq model). The values stay the head's own V projection. New parameters:
+  ``2 d dim + 2 dim + (dim + 1) dim``; ``dim`` defaults to d_head (the authors' ``--lisa-dim 64`` with
+  d_head 64).
+* ``dot``: the head keeps its scaled dot-product scores ``q k^T / sqrt(d_h)`` and only the loss is added:
+  no new parameters, the model computes exactly what the baseline computes.
+
+Options (every error names its key, ``model.variant.lisa.<key>``):
+
+* ``layer`` (1): 1-based encoder layer, as the PASCAL plug-in counts (the authors' ``--encoder-lisa-layer 0``
+  is 0-based: the first layer, which is our default).
+* ``head`` (1): 1-based head of that layer (the authors replace head 0, the first one).
+* ``weight`` (1.0): the loss weight (the authors' ``--parse-penalty 1.0``).
+* ``scorer`` (``bilinear``) and ``dim`` (null = d_head; ``bilinear`` only): above.
+
+The parents come from the integer stream ``parents_first`` (:data:`STREAM`, the same name as
+``nmtvariants.syntax.parents.FIRST_STREAM``, written by ``nmtvariants parents --mode first``): one
+0-based BPE position per token. It is read only while the auxiliary loss is being recorded (training
+and validation forwards): translation and scoring need no parse.
+
+Why the ``score_transform`` seam and not the attention recorder: the seam sees (and, for the bilinear
+head, replaces) the logits of the forward that is being trained, before masking, inside the autograd
+graph, whether or not anything is being captured; the recorder stores softmax weights (log of a
+softmax is numerically worse than a log-softmax of the logits, and -inf at masked keys), cannot change
+the scores, and is meant for analysis. The bilinear scorer reads the attention's query input through a
+forward pre-hook on that attention (the seam passes the scores, not the input). A score transform
+makes that one attention take the explicit-softmax path also when decoding (the encoder's layer, once
+per sentence).
+
+Where we differ from the authors' fairseq code (seed brief §2.4, open question 5):
+
+* Their bilinear head attends over padded keys too; ours is masked like every head.
+* Their ``U`` is created after ``reset_parameters`` runs and is never initialised (``torch.Tensor(...)``,
+  whatever memory held); ours is Glorot-uniform, ``W`` Glorot with a zero bias as theirs.
+* Their ``F.cross_entropy(A_lisa, heads, reduction='sum')`` (``criterions/lisa_cross_entropy.py``)
+  takes the queries axis as the class axis and is applied to softmax outputs, with no key-padding mask,
+  and padding positions get the target T-1 and count; we compute the intended per-query cross-entropy
+  over keys on the logits, padded keys masked, padded queries excluded. Like theirs, the term is a sum
+  added to the summed NMT loss with ``--parse-penalty``, both divided by the same token count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.models.interfaces import AUX_PAD, AuxLosses, StackContext
+from nmtvariants.models.variants import init_plugin_parameters, register_variant
+
+if TYPE_CHECKING:
+    from nmtvariants.models.transformer import Transformer
+
+KEY = "model.variant.lisa"
+STREAM = "parents_first"
+TERM = "lisa_parent"
+SCORERS = ("bilinear", "dot")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class LisaOptions:
+    layer: int = 1
+    head: int = 1
+    weight: float = 1.0
+    scorer: str = "bilinear"
+    dim: int | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> LisaOptions:
+        """Validate the variant's options; every error names the offending key."""
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{KEY}: expected a mapping like {{layer: 1, head: 1}}, got {raw!r}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(raw) - set(known))
+        if unknown:
+            raise ConfigError(f"{KEY}: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        options = cls(**raw)
+        for name in ("layer", "head"):
+            value = getattr(options, name)
+            if not _is_int(value) or value < 1:
+                raise ConfigError(f"{KEY}.{name}: a 1-based {name} number, got {value!r}")
+        weight = options.weight
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
+            raise ConfigError(f"{KEY}.weight: a number >= 0, got {weight!r}")
+        if options.scorer not in SCORERS:
+            raise ConfigError(f"{KEY}.scorer: must be one of {', '.join(SCORERS)}, got {options.scorer!r}")
+        if options.dim is not None:
+            if options.scorer != "bilinear":
+                raise ConfigError(f"{KEY}.dim: only the bilinear scorer has a width; drop dim or use it")
+            if not _is_int(options.dim) or options.dim < 1:
+                raise ConfigError(f"{KEY}.dim: a positive integer (null = d_head), got {options.dim!r}")
+        return options
+
+
+def parent_cross_entropy(logits: torch.Tensor, parents: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+    """Summed cross-entropy of one head's logits [B, T, T] (query, key) against ``parents`` [B, T].
+
+    Padded keys (``pad_mask`` [B, T], True at padding) get no probability; query rows whose parent is
+    AUX_PAD (padding) add nothing. Computed in at least float32 whatever the compute dtype.
+    """
+    scores = logits.to(torch.promote_types(logits.dtype, torch.float32)).masked_fill(
+        pad_mask[:, None, :], float("-inf")
+    )
+    log_probs = torch.log_softmax(scores, dim=-1)
+    real = parents.ne(AUX_PAD)
+    picked = log_probs.gather(-1, parents.clamp(min=0).long().unsqueeze(-1)).squeeze(-1)
+    return -torch.where(real, picked, torch.zeros_like(picked)).sum()
+
+
+class BilinearScorer(nn.Module):
+    """Strubell et al.'s syntactic head as the authors built it: ``[a_q ; 1] U a_k^T`` [B, T, T]."""
+
+    def __init__(self, d_model: int, dim: int, factory: dict[str, Any]):
+        super().__init__()
+        self.proj = nn.Linear(d_model, 2 * dim, **factory)
+        self.bilinear = nn.Parameter(torch.empty(dim + 1, dim, **factory))
+        init_plugin_parameters(self)
+        nn.init.xavier_uniform_(self.bilinear)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a_q, a_k = F.leaky_relu(self.proj(x)).chunk(2, dim=-1)
+        a_q = torch.cat([a_q, torch.ones_like(a_q[..., :1])], dim=-1)
+        return torch.matmul(torch.matmul(a_q, self.bilinear.to(a_q.dtype)), a_k.transpose(-1, -2))
+
+
+class ParentHeadLoss(nn.Module):
+    """The ``score_transform`` of the LISA layer: puts the bilinear logits into the head (if any) and,
+    while losses are recorded, adds the parent loss on the head's logits."""
+
+    def __init__(self, head: int, weight: float, losses: AuxLosses, scorer: BilinearScorer | None):
+        super().__init__()
+        self.head = head  # 0-based here
+        self.weight = weight
+        self.losses = losses  # the model's recorder (not a module: no parameters, no state)
+        self.scorer = scorer
+        self._query_input: torch.Tensor | None = None
+
+    def remember_query_input(self, attn: nn.Module, args: tuple, kwargs: dict) -> None:
+        """Forward pre-hook of the attention: its first argument is the query input [B, T, d]."""
+        self._query_input = args[0] if args else kwargs["query_input"]
+
+    def forward(self, scores: torch.Tensor, ctx: StackContext, attn: nn.Module) -> torch.Tensor:
+        if self.scorer is not None:
+            x, self._query_input = self._query_input, None
+            if x is None or x.shape[0] != scores.size(0) or x.shape[1] != scores.size(-2):
+                raise RuntimeError(
+                    f"lisa ({attn.name}): the bilinear head did not see this attention's input"
+                )
+            logits = self.scorer(x).to(scores.dtype)
+            h = self.head
+            scores = torch.cat([scores[:, :h], logits[:, None], scores[:, h + 1 :]], dim=1)
+        if not self.losses.active:  # decoding and scoring: no parse needed
+            return scores
+        parents = ctx.aux.get(STREAM)
+        if parents is None:
+            raise InputError(
+                f"variant lisa ({attn.name}): training needs the integer stream {STREAM!r} (first-subword "
+                f"parent positions: `nmtvariants parents --mode first`), given as data.train_aux / "
+                f"data.valid_aux {{{STREAM}: FILE}}"
+            )
+        batch, _, queries, keys = scores.shape
+        if tuple(parents.shape) != (batch, queries) or queries != keys or ctx.pad_mask is None:
+            raise ValueError(
+                f"lisa: parents {tuple(parents.shape)} vs self-attention scores {tuple(scores.shape)}"
+            )
+        self.losses.add(TERM, parent_cross_entropy(scores[:, self.head], parents, ctx.pad_mask), self.weight)
+        return scores
+
+
+@register_variant("lisa")
+def install_lisa(model: Transformer, raw: Any) -> None:
+    """Put a :class:`ParentHeadLoss` into the ``score_transform`` seam of the chosen encoder layer."""
+    options = LisaOptions.parse(raw)
+    layers = len(model.encoder_layers)
+    if options.layer > layers:
+        raise ConfigError(f"{KEY}.layer: {options.layer} but the encoder has {layers} layer(s)")
+    attn = model.encoder_layers[options.layer - 1].self_attn.attn
+    if options.head > attn.n_heads:
+        raise ConfigError(f"{KEY}.head: {options.head} but the layer has {attn.n_heads} head(s)")
+    if attn.score_transform is not None:
+        raise ConfigError(
+            f"{KEY}.layer: {attn.name} already has a score transform from another variant; "
+            "put LISA in another layer"
+        )
+    scorer = None
+    if options.scorer == "bilinear":
+        reference = model.output_weight
+        factory = {"device": reference.device, "dtype": reference.dtype}
+        scorer = BilinearScorer(model.cfg.d_model, options.dim or attn.d_head, factory)
+    transform = ParentHeadLoss(options.head - 1, float(options.weight), model.aux_losses, scorer)
+    if scorer is not None:
+        attn.register_forward_pre_hook(transform.remember_query_input, with_kwargs=True)
+    attn.score_transform = transform

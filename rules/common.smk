@@ -1,4 +1,6 @@
 import re
+import shlex
+from pathlib import Path
 
 from nmtvariants.config import (
     canonical_json,
@@ -123,6 +125,7 @@ def statistics_inputs():
 # rule builds exactly what the table needs, so `snakemake results/tables/<study>/<t>.md` works.
 
 STUDY_OUTPUTS = {}  # study -> {"tables": [...], "figures": [...], "data": [...]}
+FIGURES = {}  # png -> {"kind": ..., **column options}: how rule `figure` draws it
 OUTPUT_FOLDERS = {"tables": "results/tables", "figures": "results/figures"}
 REGISTRIES_OPEN = [True]
 
@@ -157,9 +160,16 @@ def register_table(study, *paths):
     _register("tables", study, paths)
 
 
-def register_figure(study, *paths):
-    """A study's figure(s): results/figures/<study>/<name>.png (beside the CSV it is drawn from)."""
-    _register("figures", study, paths)
+def register_figure(study, png, kind=None, **options):
+    """A study's figure: ``results/figures/<study>/<name>.png``. With ``kind`` (layers|bars|heatmap)
+    rule ``figure`` (rules/report.smk) draws it with ``nmtvariants figure`` from the long-format CSV
+    beside it, which the study's own rule writes; ``options`` are the command's column options (x, y,
+    group, title, ylabel, row_index, ...), e.g.
+    ``register_figure("yang2020", "results/figures/yang2020/aer.png", "layers", y="aer")``.
+    Without ``kind`` the study's own rule draws it."""
+    _register("figures", study, [png])
+    if kind is not None:
+        FIGURES[png] = {"kind": kind, **options}
 
 
 def register_data(study, *paths):
@@ -199,26 +209,17 @@ def all_study_data():
 
 
 # --- figures -----------------------------------------------------------------------------------
-# A study registers each figure it draws: results/figures/<study>/<name>.png, drawn by rule
-# `figure` (rules/report.smk) with `nmtvariants figure` from the long-format CSV beside it (the
-# study's own rule writes that CSV). The report waits for every registered figure.
-FIGURES = {}
+# How each registered figure is drawn: the options given to register_figure above.
 
 
-def register_figure(png, kind, **options):
-    """``register_figure("results/figures/yang2020/probe.png", "layers", title="...", y="acc")``:
-    ``kind`` is layers|bars|heatmap; ``options`` are the command's column options (x, y, group,
-    title, ylabel, row_index, ...)."""
-    FIGURES[png] = {"kind": kind, **options}
-
-
-def all_figures():
-    """Every registered figure; `rule report` depends on them."""
-    return sorted(FIGURES)
+def drawn_figure_names():
+    """A regex of the figure names rule ``figure`` draws (the registered ones with a kind)."""
+    names = sorted({Path(png).stem for png in FIGURES})
+    return "|".join(re.escape(name) for name in names) or "(?!)"
 
 
 def figure_arguments(wildcards):
-    """The `nmtvariants figure` options registered for this figure (register_figure in common.smk)."""
+    """The `nmtvariants figure` options registered for this figure (register_figure above)."""
     png = f"results/figures/{wildcards.study}/{wildcards.name}.png"
     if png not in FIGURES:
         raise ValueError(

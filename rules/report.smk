@@ -28,7 +28,7 @@ rule figure:
         "logs/figures/{study}/{name}.log",
     wildcard_constraints:
         study="[a-z0-9_]+",
-        name="[A-Za-z0-9_-]+",
+        name=drawn_figure_names(),
     conda:
         "../envs/nmtvariants.yaml"
     threads: 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -134,15 +135,15 @@ def test_cli_draws_each_kind_and_reports_bad_input_in_one_line(tmp_path, capsys)
 
 @pytest.mark.slow
 def test_registered_figure_is_drawn_by_the_workflow_and_awaited_by_the_report(tmp_path):
-    """A study registers a figure *after* the report rule is defined: rule `figure` draws it from
-    its CSV, the report rule waits for it, and `snakemake --report` lists it under Figures."""
-    (tmp_path / "schemas").symlink_to(REPO / "schemas")
-    (tmp_path / "config.yaml").write_text(
-        (REPO / "config.yaml").read_text(encoding="utf-8"), encoding="utf-8"
-    )
-    (tmp_path / "Snakefile").write_text(
-        f'include: "{REPO / "Snakefile"}"\n\n'
-        'register_figure("results/figures/demo/probe.png", "layers", title="Probe accuracy", y="acc")\n',
+    """A study file registers a figure: rule `figure` draws it from its CSV, the report rule waits
+    for it, and `snakemake --report` lists it under Figures."""
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy2(REPO / name, tmp_path / name)
+    for name in ("rules", "schemas", "envs", "workflow", "workflow_scripts"):
+        shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "rules" / "studies" / "demo.smk").write_text(
+        'register_figure("demo", "results/figures/demo/probe.png", "layers",'
+        ' title="Probe accuracy", y="acc")\n',
         encoding="utf-8",
     )
     figures = tmp_path / "results" / "figures" / "demo"

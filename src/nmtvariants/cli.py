@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "nmtvariants.inference.cli",
     "nmtvariants.training.cli",
     "nmtvariants.reporting.report_cli",
+    "nmtvariants.syntax.cli",
 ]
 
 

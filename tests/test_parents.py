@@ -88,6 +88,18 @@ def test_stream_values_add_eos_pointing_to_itself(tmp_path, hand_made):
     assert middle[1][-1] == 2 * 6 and first[1][-1] == 6
 
 
+def test_stream_reader_rejects_positions_outside_the_line(tmp_path):
+    path = tmp_path / "parents"
+    write_lines(path, ["0 1 1.5", "1 0.5"])
+    assert list(read_stream(path, MIDDLE)) == [[0, 2, 3, 6], [2, 1, 4]]  # doubled, </s> last
+    write_lines(path, ["0 1.5"])  # 1.5 lies between token 1 and a token that does not exist
+    with pytest.raises(InputError, match=r"parents:1: a parent position points past the 2 tokens"):
+        list(read_stream(path, MIDDLE))
+    write_lines(path, ["0 0.5"])
+    with pytest.raises(InputError, match=r"parents:1: half positions in a first-subword"):
+        list(read_stream(path, FIRST))
+
+
 def test_decimal_format_round_trips():
     values = [0, 1, 2, 13, 14, 2001]
     assert format_x2(values) == "0 0.5 1 6.5 7 1000.5"

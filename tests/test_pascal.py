@@ -246,3 +246,15 @@ def test_missing_parents_stream_is_a_clear_error():
 def test_bad_options_name_the_key(options, message):
     with pytest.raises(ConfigError, match=message):
         build(options)
+
+
+def test_bf16_autocast_stays_close_to_float32():
+    """Under autocast the density is computed in float32 and only the product is cast back."""
+    model = build({"heads": 2}, seed=12).eval()
+    src, parents = batch([9, 4], seed=13)
+    aux = {PARENTS_STREAM: parents}
+    reference = model.encode(src, aux).states
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = model.encode(src, aux).states
+    assert torch.isfinite(low).all()
+    torch.testing.assert_close(low.float(), reference, rtol=0.05, atol=0.05)

@@ -47,10 +47,11 @@ def test_tiny_offline_parser_parses_moses_tokens_line_by_line(shared_data: Path,
         parser_hidden=32,
         char_hidden=16,
         biaffine_hidden=32,
+        composite_hidden=16,
         parser_layers=1,
         batch_size=500,
     )
-    models = train_stanza(train, dev, tmp_path / "models", "en", 20, 20, sizes=sizes)
+    models = train_stanza(train, dev, tmp_path / "models", "en", 8, 20, sizes=sizes)
     assert models.tagger.is_file() and models.parser.is_file()
 
     lines = [

@@ -201,7 +201,7 @@ def read_stream(path: PathLike, mode: str) -> Iterator[list[int]]:
                 f"{path}:{number}: half positions in a first-subword (LISA) parents file; "
                 "regenerate it with `nmtvariants parents --mode first`"
             )
-        if any(v >= 2 * len(values) for v in values):
+        if any(v > 2 * (len(values) - 1) for v in values):
             raise InputError(
                 f"{path}:{number}: a parent position points past the {len(values)} tokens of the line; "
                 "regenerate the file with `nmtvariants parents` from the same BPE file"

@@ -33,7 +33,8 @@ class StanzaSizes:
     tagger_hidden: int = 200
     parser_hidden: int = 128
     char_hidden: int = 64
-    biaffine_hidden: int = 128
+    biaffine_hidden: int = 128  # tagger and parser (Stanza: 400; the tagger's cost is dominated by it)
+    composite_hidden: int = 100  # the tagger's UFeats classifier (Stanza's default)
     parser_layers: int = 2
     batch_size: int = 1000
 
@@ -89,6 +90,10 @@ def train_stanza(
                 str(max(1, tagger_steps // 4)),
                 "--hidden_dim",
                 str(sizes.tagger_hidden),
+                "--deep_biaff_hidden_dim",
+                str(sizes.biaffine_hidden),
+                "--composite_deep_biaff_hidden_dim",
+                str(sizes.composite_hidden),
             ],
             models.model_dir / f"{lang}_tagger.log",
         )

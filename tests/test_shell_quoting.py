@@ -71,14 +71,15 @@ def test_the_issues_command_line_prints_a_quoted_command(tmp_path):
     assert "--mirror 'm; touch pwned' >" in command
 
 
-def test_a_real_download_through_a_hostile_mirror_path_executes_nothing(tmp_path, shared_data):
+def test_a_real_download_through_a_hostile_mirror_path_executes_nothing(tmp_path, real_data):
     """Run the download rule for real, from a working directory whose name has a space, through a
     mirror folder whose name carries `;`, `$()`, backquotes and quotes: the files arrive, and no
     command hidden in the name ran."""
     workdir = tmp_path / "work dir"
     workdir.mkdir()
     mirror = tmp_path / "mirror; touch pwned1 $(touch pwned2) `touch pwned3` 'q\" x"
-    mirror.symlink_to(shared_data, target_is_directory=True)
+    data = real_data("wmt/newstest2013/newstest2013.en.gz", "wmt/newstest2013/newstest2013.de.gz")
+    mirror.symlink_to(data, target_is_directory=True)
     config = newstest_config(tmp_path / "c.yaml", str(mirror))
     result = snakemake(
         "--snakefile",

@@ -1,0 +1,170 @@
+"""PASCAL: parent-scaled self-attention (Bugliarello & Okazaki 2020, §2), a parameter-free encoder plug-in.
+
+Spelling: ``--variant '{"pascal": {}}'`` or with options ``{"layer": 1, "heads": 2, "variance": 1.0,
+"parent_only": false, "q": 0.4}``.
+
+In encoder layer ``layer`` the first ``heads`` heads weight each query's scaled scores by the
+distance of every key from the query token's dependency parent (eqs 1-3)::
+
+    S^h = Q^h K^hT / sqrt(d)               (the scores the ``score_transform`` seam sees)
+    N^h_tj = S^h_tj * D_tj,   D_tj = N(j; p_t, sigma^2) = exp(-(j - p_t)^2 / (2 sigma^2)) / sqrt(2 pi sigma^2)
+
+before masking and softmax, then softmax over j and the values as in any head. The other heads and
+layers are untouched. ``p_t`` is the middle subword position of token t's parent
+(:mod:`nmtvariants.syntax.parents`), read from the ``parents_x2`` aux stream (:data:`PARENTS_STREAM`:
+2 x the position, integers, so half positions are exact; ``</s>`` points to itself).
+
+Options and defaults (the paper's):
+
+* ``layer`` (1): 1-based encoder layer, as in the paper ("the first layer"; Table 3a ablates 1-6).
+* ``heads`` (null = all H heads of the layer): how many heads are PASCAL heads, the first ones.
+  The paper's §2 describes a PASCAL sub-layer "with the same number H of attention heads as other
+  layers" whose heads replace the standard ones; the authors' scripts tune the count per task
+  (NC11 EN-DE 2, DE-EN 8, WMT16 5, WMT17 7, WMT18 EN-TR 7, WAT EN-JA 7 of 8) and the experiment
+  configs set it.
+* ``variance`` (1.0): sigma^2 of the Normal (the authors' ``--pascal-weight-param`` is the standard
+  deviation; with 1 the two agree).
+* ``parent_only`` (false): Table 3b's "parent-only" row, where only the parent keeps its score:
+  ``D_tj = 1`` where ``|j - p_t| < 1`` (the parent token; both middle tokens of an even span), else 0.
+  This is the authors' unused ``uniform`` window with width 0. ``variance`` does not apply then.
+* ``q`` (0.0): parent ignoring. During training only, each (sentence, PASCAL head, query) row of D
+  is replaced by ones with probability q, i.e. that query's scores are left unscaled.
+
+Where this follows the paper rather than the published code (seed brief §2.1): every sentence's
+PASCAL heads use that sentence's own parents (the code scales the wrong rows whenever heads < H), and
+parents are aligned with the right-padded tokens (the code pads tokens left and parents right).
+Padding: keys at padding are masked after the transform as in every head; query rows at padding
+(AUX_PAD in the stream) keep their scores unscaled, so they stay finite and never turn to NaN.
+
+The distances are computed over key positions j = 0 .. T-1 of the padded batch, which are sentence
+positions because sources are right-padded. Since D only depends on positions, it adds no parameters
+(``nmtvariants count-params`` prints the same number with and without it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.models.interfaces import AUX_PAD, StackContext
+from nmtvariants.models.variants import register_variant
+from nmtvariants.syntax.parents import MIDDLE_STREAM
+
+if TYPE_CHECKING:
+    from nmtvariants.models.attention import MultiHeadAttention
+    from nmtvariants.models.transformer import Transformer
+
+KEY = "model.variant.pascal"
+PARENTS_STREAM = MIDDLE_STREAM
+
+
+@dataclass(frozen=True)
+class PascalOptions:
+    layer: int = 1
+    heads: int | None = None
+    variance: float = 1.0
+    parent_only: bool = False
+    q: float = 0.0
+
+    @classmethod
+    def parse(cls, raw: Any) -> PascalOptions:
+        """Validate the variant's options; every error names the offending key."""
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{KEY}: expected a mapping like {{layer: 1, heads: 2}}, got {raw!r}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(raw) - set(known))
+        if unknown:
+            raise ConfigError(f"{KEY}: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        options = cls(**raw)
+        if not _is_int(options.layer) or options.layer < 1:
+            raise ConfigError(f"{KEY}.layer: a 1-based encoder layer number, got {options.layer!r}")
+        if options.heads is not None and (not _is_int(options.heads) or options.heads < 1):
+            raise ConfigError(
+                f"{KEY}.heads: a positive number of heads (or null for all), got {options.heads!r}"
+            )
+        if not isinstance(options.parent_only, bool):
+            raise ConfigError(f"{KEY}.parent_only: must be true or false, got {options.parent_only!r}")
+        if not _is_number(options.variance) or not options.variance > 0:
+            raise ConfigError(f"{KEY}.variance: a positive sigma^2, got {options.variance!r}")
+        if options.parent_only and "variance" in raw:
+            raise ConfigError(f"{KEY}: parent_only replaces the Normal; drop variance or parent_only")
+        if not _is_number(options.q) or not 0.0 <= options.q <= 1.0:
+            raise ConfigError(f"{KEY}.q: a parent-ignoring probability in [0, 1], got {options.q!r}")
+        return options
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class ParentScaling(nn.Module):
+    """The ``score_transform`` of the PASCAL layer: scores [B, H, T, T] -> the first ``heads`` heads
+    multiplied by the parent-distance matrix D [B, 1, T, T] (rows of ones at padding and where a
+    parent is ignored). No parameters and no buffers: checkpoints are the baseline's."""
+
+    def __init__(self, options: PascalOptions, heads: int):
+        super().__init__()
+        self.options = options
+        self.heads = heads
+
+    def distances(self, parents_x2: torch.Tensor, keys: int, dtype: torch.dtype) -> torch.Tensor:
+        """D [B, T, keys]: the Normal density (or the parent-only window) of every key position j
+        around each query's parent; rows of ones for queries at padding."""
+        centre = parents_x2.to(dtype) / 2
+        offset = torch.arange(keys, device=parents_x2.device, dtype=dtype)[None, None, :] - centre[..., None]
+        if self.options.parent_only:
+            weights = (offset.abs() < 1).to(dtype)
+        else:
+            variance = self.options.variance
+            weights = torch.exp(offset.square() / (-2.0 * variance)) / math.sqrt(2.0 * math.pi * variance)
+        return torch.where(parents_x2.ne(AUX_PAD)[..., None], weights, torch.ones_like(weights))
+
+    def forward(self, scores: torch.Tensor, ctx: StackContext, attn: MultiHeadAttention) -> torch.Tensor:
+        parents_x2 = ctx.aux.get(PARENTS_STREAM)
+        if parents_x2 is None:
+            raise InputError(
+                f"variant pascal ({attn.name}): the batch has no {PARENTS_STREAM!r} source stream; "
+                "provide subword parent positions (`nmtvariants parents --mode middle` on the parsed "
+                "source) to the data and to translation, or drop the pascal variant"
+            )
+        batch, _, queries, keys = scores.shape
+        if parents_x2.shape != (batch, queries) or queries != keys:
+            raise ValueError(
+                f"variant pascal ({attn.name}): parents {tuple(parents_x2.shape)} do not match the "
+                f"self-attention scores {tuple(scores.shape)}; the stream must align with the source tokens"
+            )
+        # float32 at least: under bf16 autocast the density would lose its tail
+        dtype = torch.promote_types(scores.dtype, torch.float32)
+        weights = self.distances(parents_x2, keys, dtype)[:, None]  # [B, 1, T, T]
+        if self.training and self.options.q > 0:
+            ignored = torch.rand(batch, self.heads, queries, 1, device=scores.device) < self.options.q
+            weights = torch.where(ignored, torch.ones((), dtype=dtype, device=scores.device), weights)
+        scaled = (scores[:, : self.heads].to(dtype) * weights).to(scores.dtype)
+        return torch.cat([scaled, scores[:, self.heads :]], dim=1)
+
+
+@register_variant("pascal")
+def install_pascal(model: Transformer, raw: Any) -> None:
+    """Put :class:`ParentScaling` into the ``score_transform`` seam of the chosen encoder layer."""
+    options = PascalOptions.parse(raw)
+    layers = len(model.encoder_layers)
+    if options.layer > layers:
+        raise ConfigError(f"{KEY}.layer: {options.layer}, but the encoder has {layers} layer(s)")
+    attn = model.encoder_layers[options.layer - 1].self_attn.attn
+    heads = attn.n_heads if options.heads is None else options.heads
+    if heads > attn.n_heads:
+        raise ConfigError(f"{KEY}.heads: {heads}, but the layer has {attn.n_heads} heads")
+    if attn.score_transform is not None:
+        raise ConfigError(f"{KEY}: {attn.name} already has a score transform from another variant")
+    attn.score_transform = ParentScaling(options, heads)

@@ -1,5 +1,4 @@
 import re
-import shlex
 from pathlib import Path
 
 from nmtvariants.config import (
@@ -229,7 +228,7 @@ def figure_arguments(wildcards):
     args = []
     for key, value in options.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
-    return shlex.join(args)
+    return args
 
 
 # --- preprocess --------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ rule figure:
     params:
         options=figure_arguments,
     shell:
-        "nmtvariants figure --csv {input:q} --output {output:q} {params.options} > {log:q} 2>&1"
+        "nmtvariants figure --csv {input:q} --output {output:q} {params.options:q} > {log:q} 2>&1"
 
 
 rule report:

@@ -194,6 +194,12 @@ _PUD_PINS = {  # language: (code, UD repository commit, stored, content)
         "9f5d22faed24d5c7d98f77e773727455407895755f32806f207ede41343f6748",
         "c80584f2bc2b31d5bada78a1136f9feec7ac49e5e18898db02dea434b5b8f0aa",
     ),
+    "German": (
+        "de",
+        "ff80846ae60a0a70fc4d6251ef73e6a483a620ee",
+        "a106d715a3be3812dcda09ee70af5b5119f06762b0c5b07e92e5064d18aedb4d",
+        "a530bdb50349bbd7c13706b6a759a9d73e8f514fff41fbf27149e914b0c3e723",
+    ),
     "Russian": (
         "ru",
         "da5b3816eeaa24283c1d81a48bb1de4d062fc5d5",

@@ -216,3 +216,35 @@ def test_binarize_cli_takes_the_extra_inputs(corpus, capsys):
     write_lines(root / "parents", ["0 0"] * 6)
     assert main(argv) == 2
     assert "parents:1: stream 'parents' has 2 values" in capsys.readouterr().err
+
+
+PARSE = [
+    "# text = big dogs bark",
+    "1\tbig\tbig\tADJ\t_\t_\t2\tamod\t_\t_",
+    "2\tdogs\tdog\tNOUN\t_\t_\t3\tnsubj\t_\t_",
+    "3\tbark\tbark\tVERB\t_\t_\t0\troot\t_\t_",
+    "",
+]
+
+
+def test_pascal_parents_file_is_read_as_a_doubled_position_stream(tmp_path):
+    """`nmtvariants parents` writes middle positions with halves; the data path carries them doubled
+    (``parents_x2``) with ``</s>`` at 2n: the stream the syntax module derives on its own."""
+    from nmtvariants.data.extra_inputs import read_stream
+    from nmtvariants.syntax.parents import MIDDLE, MIDDLE_STREAM, iter_parents_x2, stream_values
+
+    conllu, bpe, parents = tmp_path / "s.conllu", tmp_path / "s.bpe", tmp_path / "s.parents"
+    write_lines(conllu, PARSE)
+    write_lines(bpe, ["big do@@ gs b@@ ar@@ k"])  # dogs -> tokens 1-2, bark -> tokens 3-5
+    assert main(["parents", "--conllu", str(conllu), "--bpe", str(bpe), "-o", str(parents)]) == 0
+    assert parents.read_text(encoding="utf-8").split() == ["1.5", "4", "4", "4", "4", "4"]
+    (row,) = read_stream(MIDDLE_STREAM, parents, ["big do@@ gs b@@ ar@@ k"], bpe, {})
+    assert row.tolist() == [3, 8, 8, 8, 8, 8, 12]
+    (expected,) = (stream_values(v, MIDDLE) for v in iter_parents_x2(conllu, bpe, MIDDLE))
+    assert row.tolist() == expected
+    write_lines(parents, ["1.5 4 4 4 4 6"])
+    with pytest.raises(InputError, match=r"s.parents:1: stream 'parents_x2' has position 6 at token 5"):
+        read_stream(MIDDLE_STREAM, parents, ["big do@@ gs b@@ ar@@ k"], bpe, {})
+    write_lines(parents, ["1.25 4 4 4 4 4"])
+    with pytest.raises(InputError, match="not a whole or half number"):
+        read_stream(MIDDLE_STREAM, parents, ["big do@@ gs b@@ ar@@ k"], bpe, {})

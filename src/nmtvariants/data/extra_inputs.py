@@ -15,6 +15,10 @@ gets a value by this rule:
   in the BPE sentence, in ``[0, n)`` for ``n`` tokens, and ``</s>`` points to itself (value ``n``);
 * *label* streams (named in ``aux_labels`` with their count ``L``; dependency labels): values are
   label ids in ``[0, L)``, and ``</s>`` gets its own label ``L`` (a label table needs ``L + 1`` rows).
+* *half-position* streams (names ending in ``_x2``; PASCAL's middle parents, which are means of
+  subword spans): the file holds positions that may be halves (``6.5``, as ``nmtvariants parents``
+  writes them), in ``[0, n)``; the stream carries them doubled (13), so it stays integer, and ``</s>``
+  gets ``2n``.
 
 **Extra sources**: further BPE files, line-parallel with the first source.
 
@@ -72,9 +76,33 @@ def _lines(path: PathLike, expected: int, first: PathLike) -> list[str]:
     return lines
 
 
+HALF_SUFFIX = "_x2"
+
+
+def position_scale(name: str) -> int:
+    """2 for a half-position stream (its values are doubled positions), else 1."""
+    return 2 if name.endswith(HALF_SUFFIX) else 1
+
+
 def end_value(name: str, tokens: int, aux_labels: Mapping[str, int]) -> int:
     """The value a stream gives ``</s>``: its own position, or its own label id (module docstring)."""
-    return aux_labels.get(name, tokens)
+    return aux_labels.get(name, tokens * position_scale(name))
+
+
+def _parse_values(name: str, line: str, scale: int, where: str) -> np.ndarray:
+    """A line's values, doubled for a half-position stream (whose file may hold ``6.5``)."""
+    try:
+        if scale == 1:
+            return np.array([int(v) for v in line.split()], dtype=np.int64)
+        doubled = [2 * float(v) for v in line.split()]
+    except ValueError:
+        kind = "numbers (halves allowed)" if scale > 1 else "integers"
+        raise InputError(
+            f"{where}: stream {name!r} must hold whitespace-separated {kind}, got {line[:60]!r}"
+        ) from None
+    if any(not value.is_integer() for value in doubled):
+        raise InputError(f"{where}: stream {name!r} holds a position that is not a whole or half number")
+    return np.array(doubled, dtype=np.int64)
 
 
 def read_stream(
@@ -83,28 +111,26 @@ def read_stream(
     """Parse and check one integer stream against the BPE lines; each row gets its ``</s>`` value."""
     rows = []
     limit_label = aux_labels.get(name)
+    scale = 1 if limit_label is not None else position_scale(name)
     for number, (line, src) in enumerate(
         zip(_lines(path, len(src_lines), src_path), src_lines, strict=True), start=1
     ):
-        try:
-            values = np.array([int(v) for v in line.split()], dtype=np.int64)
-        except ValueError:
-            raise InputError(
-                f"{path}:{number}: stream {name!r} must hold whitespace-separated integers, got {line[:60]!r}"
-            ) from None
+        values = _parse_values(name, line, scale, f"{path}:{number}")
         tokens = len(src.split())
         if len(values) != tokens:
             raise InputError(
                 f"{path}:{number}: stream {name!r} has {len(values)} values but {src_path}:{number} has "
                 f"{tokens} BPE tokens; give one value per BPE token of the first source"
             )
-        limit = tokens if limit_label is None else limit_label
+        limit = tokens * scale if limit_label is None else limit_label
         bad = np.nonzero((values < 0) | (values >= limit))[0]
         if len(bad):
             what = "position" if limit_label is None else "label id"
             raise InputError(
-                f"{path}:{number}: stream {name!r} has {what} {values[bad[0]]} at token {bad[0]}, outside "
-                f"[0, {limit}) ({'sentence length' if limit_label is None else 'label count'} {limit})"
+                f"{path}:{number}: stream {name!r} has {what} {values[bad[0]] / scale:g} at token {bad[0]}, "
+                "outside "
+                f"[0, {limit // scale}) ({'sentence length' if limit_label is None else 'label count'} "
+                f"{limit // scale})"
             )
         rows.append(np.append(values, end_value(name, tokens, aux_labels)).astype(np.int32))
     return rows

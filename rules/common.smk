@@ -5,6 +5,7 @@ from nmtvariants.config import (
     canonical_json,
     content_id,
     decode_settings,
+    input_files,
     training_runs,
 )
 
@@ -285,8 +286,51 @@ def decode_id(experiment):
     return content_id(decode_settings(config, experiment))
 
 
+def data_files(data):
+    """Every file path in a run's data settings (extra inputs come as mappings and lists)."""
+    files = []
+    for key, value in data.items():
+        if key == "aux_labels" or value is None:
+            continue
+        if isinstance(value, dict):
+            files += list(value.values())
+        elif isinstance(value, list):
+            files += value
+        else:
+            files.append(value)
+    return files
+
+
 def run_train_inputs(wildcards):
-    return list(RUNS[wildcards.run].settings["data"].values())
+    return data_files(RUNS[wildcards.run].settings["data"])
+
+
+def run_test_inputs(wildcards):
+    """The extra inputs of a run's test set (none for most runs), as a mapping for `input:`."""
+    run = RUNS[wildcards.run]
+    if not run.inputs:
+        return {}
+    files = input_files(
+        run.corpus, CORPORA[run.corpus], run.pair, run.inputs, wildcards.testset
+    )
+    named = {f"aux_{name}": path for name, path in files["aux"].items()}
+    named.update({f"source_{k}": path for k, path in enumerate(files["sources"])})
+    if files["features"]:
+        named["features"] = files["features"]
+    return named
+
+
+def run_test_input_args(wildcards, input):
+    """`translate` options for those inputs: --aux NAME=FILE, --extra-source FILE, --features FILE."""
+    run = RUNS[wildcards.run]
+    args = []
+    for name in run.inputs.get("aux", []):
+        args += ["--aux", f"{name}={input[f'aux_{name}']}"]
+    for k, _ in enumerate(run.inputs.get("sources", [])):
+        args += ["--extra-source", input[f"source_{k}"]]
+    if run.inputs.get("features"):
+        args += ["--features", input["features"]]
+    return args
 
 
 def run_settings_json(wildcards):

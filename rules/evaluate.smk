@@ -4,6 +4,7 @@
 
 rule translate:
     input:
+        unpack(run_test_inputs),
         model=lambda wc: f"models/runs/{wc.run}/averaged-last{decode_setting(wc, 'average_last')}.pt",
         source=lambda wc: run_bpe(wc, f"{wc.testset}.{RUNS[wc.run].pair.split('-')[0]}"),
         vocab=lambda wc: run_bpe(wc, "vocab.txt"),
@@ -23,10 +24,12 @@ rule translate:
         max_len_a=lambda wc: decode_setting(wc, "max_len_a"),
         max_len_b=lambda wc: decode_setting(wc, "max_len_b"),
         dtype=lambda wc: decode_setting(wc, "dtype"),
+        extras=run_test_input_args,
     shell:
         "nmtvariants translate --checkpoint {input.model:q} --vocab {input.vocab:q} --input {input.source:q}"
-        " --output {output:q} --beam {params.beam:q} --alpha {params.alpha:q} --max-len-a {params.max_len_a:q}"
-        " --max-len-b {params.max_len_b:q} --dtype {params.dtype:q} --threads {threads} > {log:q} 2>&1"
+        " {params.extras:q} --output {output:q} --beam {params.beam:q} --alpha {params.alpha:q}"
+        " --max-len-a {params.max_len_a:q} --max-len-b {params.max_len_b:q} --dtype {params.dtype:q}"
+        " --threads {threads} > {log:q} 2>&1"
 
 
 rule postprocess:

@@ -37,6 +37,7 @@ rule clean:
         src="data/{corpus}/{src}-{tgt}/clean/train.{src}",
         tgt="data/{corpus}/{src}-{tgt}/clean/train.{tgt}",
         report="data/{corpus}/{src}-{tgt}/clean/drops.json",
+        kept="data/{corpus}/{src}-{tgt}/clean/train.kept",
     log:
         "logs/clean/{corpus}/{src}-{tgt}.log",
     conda:
@@ -53,7 +54,7 @@ rule clean:
         "nmtvariants clean --src-in {input.src:q} --tgt-in {input.tgt:q}"
         " --src-out {output.src:q} --tgt-out {output.tgt:q}"
         " --min {params.min:q} --max {params.max:q} --ratio {params.ratio:q}"
-        " --report {output.report:q} > {log:q} 2>&1"
+        " --report {output.report:q} --kept {output.kept:q} > {log:q} 2>&1"
 
 
 rule truecase_train:

@@ -3,6 +3,7 @@ planner (`snakemake -n -p`): which jobs a target needs, and how many training ru
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from collections import Counter
@@ -276,3 +277,61 @@ def test_a_registration_after_the_report_was_planned_is_refused(workflow_copy):
     result = snakemake("-n", cwd=workflow_copy)
     assert result.returncode != 0
     assert "register_table('late', ...) after the registries were closed" in result.stdout + result.stderr
+
+
+INPUT_RULES = """
+rule teststudy_parents:
+    input:
+        "data/{corpus}/{pair}/bpe/{split}.en",
+    output:
+        "data/{corpus}/{pair}/inputs/{split}.parents_x2",
+    log:
+        "logs/teststudy/{corpus}/{pair}/{split}.log",
+    shell:
+        "awk '{{for (i = 1; i <= NF; i++) printf i - 1 (i < NF ? FS : RS)}}' {input:q}"
+        " > {output:q} 2> {log:q}"
+"""
+
+
+def test_a_variant_with_extra_inputs_trains_and_decodes_with_them(workflow_copy):
+    """`experiments.<e>.inputs.<variant>` reaches the run settings (train and valid files) and the
+    test-set translation (`--aux NAME=FILE`); the study's rule writes the files; the other variant
+    of the same experiment keeps the baseline's settings and so shares its run."""
+    (workflow_copy / "rules" / "studies" / "teststudy.smk").write_text(INPUT_RULES, encoding="utf-8")
+    config = yaml.safe_load((workflow_copy / "config.yaml").read_text(encoding="utf-8"))
+    baseline = config["experiments"]["baseline"]
+    config["experiments"]["withparents"] = {
+        **baseline,
+        "variants": {"baseline": {}, "pascal": {"pascal": {}}},
+        "inputs": {"pascal": {"aux": ["parents_x2"]}},
+    }
+    (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    jobs = plan("results/tables/baseline/withparents.md", cwd=workflow_copy)
+    trains = [job for job in jobs if job["rule"] == "train"]
+    assert len(trains) == 2  # the baseline variant is the baseline experiment's run
+    (pascal,) = [job for job in trains if "parents_x2" in job["shell"]]
+    settings = json.loads(
+        shlex.split(pascal["shell"])[shlex.split(pascal["shell"]).index("--config-json") + 1]
+    )
+    folder = "data/toyworld/en-de/inputs"
+    assert settings["data"]["train_aux"] == {"parents_x2": f"{folder}/train.parents_x2"}
+    assert settings["data"]["valid_aux"] == {"parents_x2": f"{folder}/valid.parents_x2"}
+    made = {job["output"] for job in jobs if job["rule"] == "teststudy_parents"}
+    assert made == {f"{folder}/{split}.parents_x2" for split in ("train", "valid", "test")}
+    translations = [job for job in jobs if job["rule"] == "translate"]
+    with_aux = [job for job in translations if "--aux" in job["shell"]]
+    assert len(translations) == 2 and len(with_aux) == 1
+    words = shlex.split(with_aux[0]["shell"])
+    assert words[words.index("--aux") + 1] == f"parents_x2={folder}/test.parents_x2"
+
+
+def test_inputs_of_an_unknown_variant_stop_the_run_at_start_up(workflow_copy):
+    config = yaml.safe_load((workflow_copy / "config.yaml").read_text(encoding="utf-8"))
+    config["experiments"]["baseline"]["inputs"] = {"pascl": {"aux": ["parents_x2"]}}
+    (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = snakemake("-n", cwd=workflow_copy)
+    assert result.returncode != 0
+    assert (
+        "experiments.baseline.inputs: pascl not among the variants (baseline)"
+        in result.stdout + result.stderr
+    )

@@ -79,6 +79,12 @@ def check_experiments(experiments: dict[str, Any]) -> None:
 
     placeholder_data = {"train_src": "-", "train_tgt": "-", "vocab": "-"}
     for name, experiment in experiments.items():
+        stray = sorted(set(experiment.get("inputs") or {}) - set(experiment["variants"]))
+        if stray:
+            raise ConfigError(
+                f"experiments.{name}.inputs: {', '.join(stray)} not among the variants "
+                f"({', '.join(experiment['variants'])}); name the variant whose encoders read the inputs"
+            )
         for variant_name, variant in experiment["variants"].items():
             raw = {
                 "data": placeholder_data,
@@ -142,20 +148,60 @@ def content_id(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:ID_LENGTH]
 
 
+def variant_inputs(config: dict[str, Any], experiment: str, variant: str) -> dict[str, Any]:
+    """The extra inputs a variant's encoders read (``experiments.<e>.inputs.<variant>``), or {}."""
+    return dict((config["experiments"][experiment].get("inputs") or {}).get(variant) or {})
+
+
+def input_files(
+    corpus_name: str, corpus: dict[str, Any], pair: str, inputs: dict[str, Any], split: str
+) -> dict:
+    """Where one split's extra inputs live, as ``nmtvariants train``/``translate`` name them.
+
+    Every extra input of a split is a file ``data/<corpus>/<pair>/inputs/<split>.<name>`` that a
+    study's rule writes line-parallel with the split's BPE source (the cleaned lines for the training
+    split): integer streams (``aux``), further BPE sources (``sources``) and feature grids
+    (``features``: ``<split>.<name>.npy``, one row per *raw* line of the split; the training split
+    follows the cleaned lines through ``clean/train.kept``).
+    """
+    folder = f"data/{corpus_name}/{pair}/inputs"
+    files: dict[str, Any] = {
+        "aux": {name: f"{folder}/{split}.{name}" for name in inputs.get("aux", [])},
+        "sources": [f"{folder}/{split}.{name}" for name in inputs.get("sources", [])],
+        "features": None,
+        "feature_index": None,
+    }
+    if inputs.get("features"):
+        files["features"] = f"{folder}/{split}.{inputs['features']}.npy"
+        if split == corpus["train"]:
+            files["feature_index"] = f"data/{corpus_name}/{pair}/clean/train.kept"
+    return files
+
+
 def run_settings(config: dict[str, Any], experiment: str, pair: str, variant: str) -> dict[str, Any]:
     """The run config handed to `nmtvariants train`: data paths, model, variant, train settings."""
     spec = config["experiments"][experiment]
     corpus = config["corpora"][spec["corpus"]]
     src, tgt = pair.split("-")
     bpe = f"data/{spec['corpus']}/{pair}/bpe"
+    data: dict[str, Any] = {
+        "train_src": f"{bpe}/{corpus['train']}.{src}",
+        "train_tgt": f"{bpe}/{corpus['train']}.{tgt}",
+        "valid_src": f"{bpe}/{corpus['valid']}.{src}",
+        "valid_tgt": f"{bpe}/{corpus['valid']}.{tgt}",
+        "vocab": f"{bpe}/vocab.txt",
+    }
+    inputs = variant_inputs(config, experiment, variant)
+    if inputs:  # only then: a variant without extra inputs keeps the baseline's settings (and run)
+        for part in ("train", "valid"):
+            files = input_files(spec["corpus"], corpus, pair, inputs, corpus[part])
+            data[f"{part}_aux"] = files["aux"]
+            data[f"{part}_sources"] = files["sources"]
+            data[f"{part}_features"] = files["features"]
+            data[f"{part}_feature_index"] = files["feature_index"]
+        data["aux_labels"] = dict(inputs.get("aux_labels") or {})
     return {
-        "data": {
-            "train_src": f"{bpe}/{corpus['train']}.{src}",
-            "train_tgt": f"{bpe}/{corpus['train']}.{tgt}",
-            "valid_src": f"{bpe}/{corpus['valid']}.{src}",
-            "valid_tgt": f"{bpe}/{corpus['valid']}.{tgt}",
-            "vocab": f"{bpe}/vocab.txt",
-        },
+        "data": data,
         "model": spec["model"],
         "variant": dict(spec["variants"][variant] or {}),
         "train": {**spec["train"], "seed": config["seed"]},
@@ -177,6 +223,7 @@ class TrainingRun:
     corpus: str
     pair: str
     settings: dict[str, Any]
+    inputs: dict[str, Any] = field(default_factory=dict)
     users: list[tuple[str, str, str]] = field(default_factory=list)
     studies: list[str] = field(default_factory=list)
     resources: dict[str, int] = field(default_factory=dict)
@@ -203,7 +250,14 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
             for variant in spec["variants"]:
                 settings = run_settings(config, name, pair, variant)
                 run = runs.setdefault(
-                    content_id(settings), TrainingRun(content_id(settings), spec["corpus"], pair, settings)
+                    content_id(settings),
+                    TrainingRun(
+                        content_id(settings),
+                        spec["corpus"],
+                        pair,
+                        settings,
+                        variant_inputs(config, name, variant),
+                    ),
                 )
                 run.users.append((name, pair, variant))
                 if spec["study"] not in run.studies:

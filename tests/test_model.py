@@ -227,7 +227,10 @@ def test_config_round_trip_and_errors():
     with pytest.raises(ConfigError, match="unknown switch"):
         build_model(model_config("tiny", variant={"no_such_thing": {}}), VOCAB)
     with pytest.raises(ConfigError, match="strategy"):
-        build_model(model_config("tiny", variant={"multi_source": {"strategy": "no_such_strategy", "sources": 2}}), VOCAB)
+        build_model(
+            model_config("tiny", variant={"multi_source": {"strategy": "no_such_strategy", "sources": 2}}),
+            VOCAB,
+        )
 
 
 def test_load_model_round_trip(tmp_path):

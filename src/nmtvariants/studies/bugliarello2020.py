@@ -47,7 +47,7 @@ from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.syntax.conllu import Sentence, Word, parse_conllu, validate_tree, write_conllu
 from nmtvariants.syntax.parents import unescape_moses
-from nmtvariants.text.clean import read_kept, select_lines
+from nmtvariants.text.clean import read_kept
 
 HYPHEN = "@-@"
 SIGNIFICANT = 0.01  # the paper's ‡: p < 0.01 against the Transformer

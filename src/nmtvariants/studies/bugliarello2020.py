@@ -205,6 +205,11 @@ def _significance(path: PathLike | None) -> tuple[float | None, float | None]:
     return float(bleu["delta"]), float(bleu["p_value"])
 
 
+def _delta(delta: float | None) -> str:
+    """The difference from the Transformer as the table shows it (empty for the Transformer itself)."""
+    return "" if delta is None else f"{delta:+.2f}"
+
+
 def mark(p_value: float | None) -> str:
     return MARK if p_value is not None and p_value < SIGNIFICANT else ""
 
@@ -214,7 +219,7 @@ def task_name(entry: Mapping[str, Any]) -> str:
 
 
 def main_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Table 1: one row per (task, system) in manifest order.
+    """Table 1: one row per (task, system); tasks in manifest order, systems in the paper's order.
 
     Each entry: ``experiment``, ``pair``, ``testset``, ``variant``, ``switches``, ``scores`` (the
     evaluate JSON) and ``significance`` (the JSON against the task's Transformer; null for the
@@ -236,11 +241,14 @@ def main_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 "variant": entry["variant"],
                 "BLEU": round(bleu, 2),
                 "mark": mark(p_value),
-                "delta": None if delta is None else round(delta, 2),
-                "p": None if p_value is None else round(p_value, 4),
+                "delta": _delta(delta),
+                "p": "" if p_value is None else f"{p_value:.4f}",
                 "RIBES": "n/a" if ribes is None else f"{ribes:.2f}",
             }
         )
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    systems = [label for _, label in ROLES]
+    rows.sort(key=lambda row: (tasks.index(row["task"]), systems.index(row["system"])))  # stable
     return pd.DataFrame(rows, columns=["task", "system", "variant", "BLEU", "mark", "delta", "p", "RIBES"])
 
 
@@ -295,7 +303,7 @@ def ablation_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 else f"{float(options.get('variance', 1.0)):g}",
                 "q": float(options.get("q", 0.0)),
                 "BLEU": round(_bleu(entry), 2),
-                "delta": None if delta is None else round(delta, 2),
+                "delta": _delta(delta),
                 "mark": mark(p_value),
             }
         )

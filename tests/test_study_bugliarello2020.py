@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
+from workflow_configs import default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.cli import main as cli_main
 from nmtvariants.errors import InputError
@@ -37,9 +37,9 @@ TOKENS = "the dark @-@ blue ball rolls ."
 
 
 def test_hyphen_markers_glue_their_neighbours_into_one_word():
-    assert hyphen_groups("the dark @-@ blue ball".split()) == [[0], [1, 2, 3], [4]]
-    assert hyphen_groups("a @-@ b @-@ c".split()) == [[0, 1, 2, 3, 4]]
-    assert hyphen_groups("@-@ x".split()) == [[0], [1]]  # a leading marker glues nothing before it
+    assert hyphen_groups(["the", "dark", "@-@", "blue", "ball"]) == [[0], [1, 2, 3], [4]]
+    assert hyphen_groups(["a", "@-@", "b", "@-@", "c"]) == [[0, 1, 2, 3, 4]]
+    assert hyphen_groups(["@-@", "x"]) == [[0], [1]]  # a leading marker glues nothing before it
 
 
 def test_a_gold_tree_moves_onto_truecased_hyphen_split_tokens():

@@ -140,17 +140,17 @@ def test_table1_marks_what_is_significant_against_the_transformer(tmp_path):
     frame = main_table(entries)
     assert frame.to_dict("records") == [
         {"task": "toy en-de test", "system": "Transformer", "variant": "transformer", "BLEU": 20.0,
-         "mark": "", "delta": "", "p": "", "RIBES": "n/a"},
+         "mark": "", "delta": None, "p": None, "RIBES": "n/a"},
         {"task": "toy en-de test", "system": "+S&H", "variant": "sh", "BLEU": 19.5,
-         "mark": "", "delta": "-0.50", "p": "0.0300", "RIBES": "n/a"},
+         "mark": "", "delta": -0.5, "p": 0.03, "RIBES": "n/a"},
         {"task": "toy en-de test", "system": "+LISA", "variant": "lisa", "BLEU": 20.3,
-         "mark": "", "delta": "+0.30", "p": "0.2000", "RIBES": "n/a"},
+         "mark": "", "delta": 0.3, "p": 0.2, "RIBES": "n/a"},
         {"task": "toy en-de test", "system": "+PASCAL", "variant": "pascal", "BLEU": 21.5,
-         "mark": "‡", "delta": "+1.50", "p": "0.0040", "RIBES": "n/a"},
+         "mark": "‡", "delta": 1.5, "p": 0.004, "RIBES": "n/a"},
         {"task": "toy en-ja test", "system": "Transformer", "variant": "transformer", "BLEU": 30.0,
-         "mark": "", "delta": "", "p": "", "RIBES": "80.12"},
+         "mark": "", "delta": None, "p": None, "RIBES": "80.12"},
         {"task": "toy en-ja test", "system": "+PASCAL", "variant": "pascal", "BLEU": 31.0,
-         "mark": "‡", "delta": "+1.00", "p": "0.0010", "RIBES": "81.00"},
+         "mark": "‡", "delta": 1.0, "p": 0.001, "RIBES": "81.00"},
     ]  # fmt: skip
     no_ribes = entry(tmp_path, "plain", {}, 30.0, pair="en-ja")
     with pytest.raises(InputError, match="no RIBES for a Japanese target"):
@@ -168,11 +168,11 @@ def test_table3_lists_pascal_variants_by_layer_and_variance(tmp_path):
         "records"
     ) == [
         {"variant": "layer1", "layer": 1, "heads": "2", "variance": "1", "q": 0.0, "BLEU": 21.0,
-         "delta": "+1.00", "mark": "‡"},
+         "delta": 1.0, "mark": "‡"},
         {"variant": "parent_only", "layer": 1, "heads": "all", "variance": "parent-only", "q": 0.4,
-         "BLEU": 20.1, "delta": "+0.10", "mark": ""},
+         "BLEU": 20.1, "delta": 0.1, "mark": ""},
         {"variant": "layer2", "layer": 2, "heads": "all", "variance": "1", "q": 0.0, "BLEU": 19.0,
-         "delta": "-1.00", "mark": "‡"},
+         "delta": -1.0, "mark": "‡"},
     ]  # fmt: skip
     with pytest.raises(InputError, match="PASCAL variants only"):
         ablation_table([entry(tmp_path, "lisa", {"lisa": {}}, 20.0, (0.0, 1.0))])
@@ -210,7 +210,12 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
         == 0
     )
     text = out.read_text(encoding="utf-8")
-    assert "Table 1" in text and "21.50" in text and "‡" in text and "KyTea" in text
+    assert "Table 1" in text and "KyTea" in text
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| toy")]
+    assert [[cell.strip() for cell in row] for row in rows] == [
+        ["toy en-de test", "Transformer", "transformer", "20.00", "", "", "", "n/a"],  # blank, not nan
+        ["toy en-de test", "+PASCAL", "pascal", "21.50", "‡", "1.50", "0.00", "n/a"],
+    ]
     assert (tmp_path / "table1.csv").read_text(encoding="utf-8").splitlines()[0] == (
         "task,system,variant,BLEU,mark,delta,p,RIBES"
     )

@@ -205,9 +205,11 @@ def _significance(path: PathLike | None) -> tuple[float | None, float | None]:
     return float(bleu["delta"]), float(bleu["p_value"])
 
 
-def _delta(delta: float | None) -> str:
-    """The difference from the Transformer as the table shows it (empty for the Transformer itself)."""
-    return "" if delta is None else f"{delta:+.2f}"
+def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    """Rows as a table whose empty cells (the Transformer's own delta and p) stay None, not NaN, so
+    that the markdown shows them blank."""
+    frame = pd.DataFrame(rows, columns=columns, dtype=object)
+    return frame.astype({column: float for column in ("BLEU",) if column in columns})
 
 
 def mark(p_value: float | None) -> str:
@@ -241,15 +243,15 @@ def main_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 "variant": entry["variant"],
                 "BLEU": round(bleu, 2),
                 "mark": mark(p_value),
-                "delta": _delta(delta),
-                "p": "" if p_value is None else f"{p_value:.4f}",
+                "delta": None if delta is None else round(delta, 2),
+                "p": None if p_value is None else round(p_value, 4),
                 "RIBES": "n/a" if ribes is None else f"{ribes:.2f}",
             }
         )
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     systems = [label for _, label in ROLES]
     rows.sort(key=lambda row: (tasks.index(row["task"]), systems.index(row["system"])))  # stable
-    return pd.DataFrame(rows, columns=["task", "system", "variant", "BLEU", "mark", "delta", "p", "RIBES"])
+    return _frame(rows, ["task", "system", "variant", "BLEU", "mark", "delta", "p", "RIBES"])
 
 
 def length_rows(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -303,7 +305,7 @@ def ablation_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                 else f"{float(options.get('variance', 1.0)):g}",
                 "q": float(options.get("q", 0.0)),
                 "BLEU": round(_bleu(entry), 2),
-                "delta": _delta(delta),
+                "delta": None if delta is None else round(delta, 2),
                 "mark": mark(p_value),
             }
         )

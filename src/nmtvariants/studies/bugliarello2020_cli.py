@@ -29,7 +29,7 @@ NOTES = {
     "main": (
         "‡: p < 0.01 against the task's Transformer (sacreBLEU's two-sided paired bootstrap, 1,000 "
         "samples; the authors used a one-sided shifted-null bootstrap). delta: BLEU difference from the "
-        "Transformer. RIBES is reported for Japanese targets only (the paper's EN-JA column), tokenised "
+        "Transformer; p: the test's p-value (4 decimals in the CSV). RIBES is reported for Japanese targets only (the paper's EN-JA column), tokenised "
         "with MeCab where the authors used KyTea; n/a elsewhere."
     ),
     "ablation": (

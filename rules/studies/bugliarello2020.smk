@@ -15,100 +15,29 @@
 # corpus, but training on it needs a derived corpus (its own joint vocabulary and tagged test sources)
 # that the workflow's corpora cannot yet declare.
 
-B20 = "bugliarello2020"
-B20_SETTINGS = {
-    "parser_models": "models/stanza",
-    "length_edges": [10, 20, 30, 40, 50],
-    "ablations": [],
-    **config.get("studies", {}).get(B20, {}),
-}
-B20_EXPERIMENTS = {
-    name: spec for name, spec in EXPERIMENTS.items() if spec["study"] == B20
-}
-B20_GOLD = [
-    name for name, corpus in CORPORA.items() if corpus["source"] == "toyworld"
-]
+from nmtvariants.studies import bugliarello2020_plan as b20
+
+b20.check(config)
+B20 = b20.STUDY
+B20_SETTINGS = b20.settings(config)
+B20_EXPERIMENTS = b20.experiments(config)
+B20_GOLD = [name for name, corpus in CORPORA.items() if corpus["source"] == "toyworld"]
 B20_PARSED = [name for name in CORPORA if name not in B20_GOLD]
-B20_STREAM_MODES = {"x2": "middle", "first": "first"}
-
-
-def b20_regex(names):
-    return "|".join(re.escape(name) for name in names) or "(?!)"
-
-
-def b20_baseline(experiment):
-    """The Transformer of an experiment: its first variant without switches."""
-    spec = B20_EXPERIMENTS[experiment]
-    for variant, switches in spec["variants"].items():
-        if not switches:
-            return variant
-    raise ValueError(
-        f"experiments.{experiment}.variants: the PASCAL study compares against a Transformer;"
-        " add a variant without switches (e.g. transformer: {})"
-    )
-
-
-for _name in B20_SETTINGS["ablations"]:
-    if _name not in B20_EXPERIMENTS:
-        raise ValueError(
-            f"studies.{B20}.ablations: {_name} is not an experiment of study {B20}"
-        )
-for _name in B20_EXPERIMENTS:
-    b20_baseline(_name)
-
-
-def b20_entries(experiments, pascal_only=False):
-    """The table manifest: one entry per (experiment, pair, testset, variant), config order."""
-    entries = []
-    for name in experiments:
-        spec = B20_EXPERIMENTS[name]
-        baseline = b20_baseline(name)
-        for pair in spec["pairs"]:
-            for testset in spec["evaluate"]["testsets"]:
-                for variant, switches in spec["variants"].items():
-                    if pascal_only and "pascal" not in (switches or {}):
-                        continue
-                    folder = f"results/{name}/{pair}/{variant}"
-                    entries.append(
-                        {
-                            "experiment": name,
-                            "pair": pair,
-                            "testset": testset,
-                            "variant": variant,
-                            "switches": dict(switches or {}),
-                            "scores": f"{folder}/{testset}.scores.json",
-                            "significance": (
-                                None
-                                if variant == baseline
-                                else f"{folder}/{testset}.significance.json"
-                            ),
-                            "length": f"{folder}/{testset}.length.json",
-                        }
-                    )
-    return entries
-
-
-B20_MAIN = [name for name in B20_EXPERIMENTS if name not in B20_SETTINGS["ablations"]]
-# Table 3: the PASCAL variants of the ablation experiments, or of the Table 1 experiments when none is
-# configured (the demo: one row, no extra training).
-B20_ABLATION = B20_SETTINGS["ablations"] or B20_MAIN
-B20_TABLE1 = f"results/tables/{B20}/table1.md"
-B20_TABLE3 = f"results/tables/{B20}/table3.md"
-B20_FIGURES = {
-    f"results/figures/{B20}/length_{name}_{pair}_{testset}.png": (name, pair, testset)
-    for name in B20_MAIN
-    for pair in B20_EXPERIMENTS[name]["pairs"]
-    for testset in B20_EXPERIMENTS[name]["evaluate"]["testsets"]
-}
+B20_MAIN = b20.main_experiments(config)
+B20_TABLE1_MANIFEST = b20.entries(config, B20_MAIN)
+B20_TABLE3_MANIFEST = b20.entries(
+    config, b20.ablation_experiments(config), pascal_only=True
+)
+B20_TASKS = b20.figure_tasks(config)
 
 if B20_MAIN:
-    register_table(B20, B20_TABLE1)
-if b20_entries(B20_ABLATION, pascal_only=True):
-    register_table(B20, B20_TABLE3)
-for _png, (_name, _pair, _testset) in B20_FIGURES.items():
+    register_table(B20, b20.TABLE1)
+if B20_TABLE3_MANIFEST:
+    register_table(B20, b20.TABLE3)
+for _task, (_name, _pair, _testset) in B20_TASKS.items():
     register_figure(
         B20,
-        _png,
+        b20.figure_path(_task),
         "bars",
         x="bucket",
         y="bleu",
@@ -118,32 +47,18 @@ for _png, (_name, _pair, _testset) in B20_FIGURES.items():
     )
 
 
-def b20_manifest_files(entries, keys):
-    return [entry[key] for entry in entries for key in keys if entry[key]]
-
-
 # --- parses on the preprocessed tokens ---------------------------------------------------------
-
-
-def b20_gold_inputs(wildcards):
-    inputs = {
-        "conllu": f"data/{wildcards.corpus}/raw/{wildcards.split}.{wildcards.src}.conllu",
-        "tokens": f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/tc/{wildcards.split}.{wildcards.src}",
-    }
-    if wildcards.split == CORPORA[wildcards.corpus]["train"]:
-        inputs["kept"] = f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/clean/train.kept"
-    return inputs
 
 
 rule bugliarello2020_gold_parse:
     input:
-        unpack(b20_gold_inputs),
+        unpack(lambda wc: b20.gold_inputs(CORPORA, wc.corpus, wc.src, wc.tgt, wc.split)),
     output:
         "data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
     log:
         "logs/bugliarello2020/gold_parse/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
-        corpus=b20_regex(B20_GOLD),
+        corpus=b20.regex(B20_GOLD),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -165,7 +80,7 @@ rule bugliarello2020_parse:
     log:
         "logs/bugliarello2020/parse/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
-        corpus=b20_regex(B20_PARSED),
+        corpus=b20.regex(B20_PARSED),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 4
@@ -202,7 +117,7 @@ rule bugliarello2020_parents:
         mem_mb=2000,
         runtime=30,
     params:
-        mode=lambda wc: B20_STREAM_MODES[wc.mode],
+        mode=lambda wc: b20.STREAM_MODES[wc.mode],
     shell:
         "nmtvariants parents --conllu {input.conllu:q} --bpe {input.bpe:q} --mode {params.mode:q}"
         " -o {output:q} > {log:q} 2>&1"
@@ -229,22 +144,19 @@ rule bugliarello2020_dep_labels:
 # --- evaluation: significance against the Transformer, BLEU by source length -------------------
 
 
-def b20_reference(wildcards):
-    corpus = B20_EXPERIMENTS[wildcards.experiment]["corpus"]
-    return f"data/{corpus}/raw/{wildcards.testset}.{wildcards.pair.split('-')[1]}"
-
-
 rule bugliarello2020_significance:
     input:
-        baseline=lambda wc: f"results/{wc.experiment}/{wc.pair}/{b20_baseline(wc.experiment)}/{wc.testset}.hyp",
+        baseline=lambda wc: b20.baseline_hypothesis(
+            config, wc.experiment, wc.pair, wc.testset
+        ),
         system="results/{experiment}/{pair}/{variant}/{testset}.hyp",
-        ref=b20_reference,
+        ref=lambda wc: b20.reference(config, wc.experiment, wc.pair, wc.testset),
     output:
         "results/{experiment}/{pair}/{variant}/{testset}.significance.json",
     log:
         "logs/bugliarello2020/significance/{experiment}/{pair}/{variant}/{testset}.log",
     wildcard_constraints:
-        experiment=b20_regex(B20_EXPERIMENTS),
+        experiment=b20.regex(B20_EXPERIMENTS),
         testset="[A-Za-z0-9_-]+",
     conda:
         "../../envs/evaluate.yaml"
@@ -263,15 +175,15 @@ rule bugliarello2020_significance:
 
 rule bugliarello2020_length:
     input:
-        src=lambda wc: f"data/{B20_EXPERIMENTS[wc.experiment]['corpus']}/tok/{wc.testset}.{wc.pair.split('-')[0]}",
+        src=lambda wc: b20.tokenised_source(config, wc.experiment, wc.pair, wc.testset),
         hyp="results/{experiment}/{pair}/{variant}/{testset}.hyp",
-        ref=b20_reference,
+        ref=lambda wc: b20.reference(config, wc.experiment, wc.pair, wc.testset),
     output:
         "results/{experiment}/{pair}/{variant}/{testset}.length.json",
     log:
         "logs/bugliarello2020/length/{experiment}/{pair}/{variant}/{testset}.log",
     wildcard_constraints:
-        experiment=b20_regex(B20_EXPERIMENTS),
+        experiment=b20.regex(B20_EXPERIMENTS),
         testset="[A-Za-z0-9_-]+",
     conda:
         "../../envs/evaluate.yaml"
@@ -298,11 +210,11 @@ localrules:
 
 rule bugliarello2020_table1:
     input:
-        b20_manifest_files(b20_entries(B20_MAIN), ["scores", "significance"]),
+        b20.files(B20_TABLE1_MANIFEST, "scores", "significance"),
     output:
-        md=B20_TABLE1,
-        csv=B20_TABLE1.replace(".md", ".csv"),
-        provenance=B20_TABLE1.replace(".md", ".provenance.json"),
+        md=b20.TABLE1,
+        csv=b20.TABLE1.replace(".md", ".csv"),
+        provenance=b20.TABLE1.replace(".md", ".provenance.json"),
     log:
         "logs/bugliarello2020/table1.log",
     conda:
@@ -312,7 +224,7 @@ rule bugliarello2020_table1:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=canonical_json(b20_entries(B20_MAIN)),
+        manifest=canonical_json(B20_TABLE1_MANIFEST),
     shell:
         "nmtvariants bugliarello2020-table --table main --manifest {params.manifest:q} --out {output.md:q}"
         " > {log:q} 2>&1"
@@ -320,13 +232,11 @@ rule bugliarello2020_table1:
 
 rule bugliarello2020_table3:
     input:
-        b20_manifest_files(
-            b20_entries(B20_ABLATION, pascal_only=True), ["scores", "significance"]
-        ),
+        b20.files(B20_TABLE3_MANIFEST, "scores", "significance"),
     output:
-        md=B20_TABLE3,
-        csv=B20_TABLE3.replace(".md", ".csv"),
-        provenance=B20_TABLE3.replace(".md", ".provenance.json"),
+        md=b20.TABLE3,
+        csv=b20.TABLE3.replace(".md", ".csv"),
+        provenance=b20.TABLE3.replace(".md", ".provenance.json"),
     log:
         "logs/bugliarello2020/table3.log",
     conda:
@@ -336,34 +246,21 @@ rule bugliarello2020_table3:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=canonical_json(b20_entries(B20_ABLATION, pascal_only=True)),
+        manifest=canonical_json(B20_TABLE3_MANIFEST),
     shell:
         "nmtvariants bugliarello2020-table --table ablation --manifest {params.manifest:q}"
         " --out {output.md:q} > {log:q} 2>&1"
 
 
-def b20_length_entries(wildcards):
-    name, pair, testset = B20_FIGURES[
-        f"results/figures/{B20}/length_{wildcards.task}.png"
-    ]
-    return [
-        entry
-        for entry in b20_entries([name])
-        if entry["pair"] == pair and entry["testset"] == testset
-    ]
-
-
 rule bugliarello2020_length_csv:
     input:
-        lambda wc: [entry["length"] for entry in b20_length_entries(wc)],
+        lambda wc: b20.files(b20.figure_manifest(config, wc.task), "length"),
     output:
-        f"results/figures/{B20}/length_{{task}}.csv",
+        "results/figures/bugliarello2020/length_{task}.csv",
     log:
         "logs/bugliarello2020/length_{task}.log",
     wildcard_constraints:
-        task=b20_regex(
-            [Path(png).stem.removeprefix("length_") for png in B20_FIGURES]
-        ),
+        task=b20.regex(B20_TASKS),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -371,6 +268,6 @@ rule bugliarello2020_length_csv:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=lambda wc: canonical_json(b20_length_entries(wc)),
+        manifest=lambda wc: canonical_json(b20.figure_manifest(config, wc.task)),
     shell:
         "nmtvariants bugliarello2020-length --manifest {params.manifest:q} --out {output:q} > {log:q} 2>&1"

@@ -29,8 +29,9 @@ NOTES = {
     "main": (
         "‡: p < 0.01 against the task's Transformer (sacreBLEU's two-sided paired bootstrap, 1,000 "
         "samples; the authors used a one-sided shifted-null bootstrap). delta: BLEU difference from the "
-        "Transformer; p: the test's p-value (4 decimals in the CSV). RIBES is reported for Japanese targets only (the paper's EN-JA column), tokenised "
-        "with MeCab where the authors used KyTea; n/a elsewhere."
+        "Transformer; p: the test's p-value (4 decimals in the CSV). RIBES is reported for Japanese "
+        "targets only (the paper's EN-JA column), tokenised with MeCab where the authors used KyTea; "
+        "n/a elsewhere."
     ),
     "ablation": (
         "PASCAL variants only; delta and ‡ (p < 0.01) against the task's Transformer. The paper reports "

@@ -13,7 +13,7 @@ import yaml
 from workflow_configs import default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.cli import main as cli_main
-from nmtvariants.errors import InputError
+from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.studies.bugliarello2020 import (
     ablation_table,
     gold_parse,
@@ -22,6 +22,7 @@ from nmtvariants.studies.bugliarello2020 import (
     main_table,
     project_tree,
 )
+from nmtvariants.studies.bugliarello2020_plan import ablation_experiments, check, entries, main_experiments
 from nmtvariants.syntax.conllu import format_sentence, make_sentence, read_conllu
 from nmtvariants.syntax.parents import iter_parents_x2
 
@@ -354,3 +355,17 @@ def test_an_experiment_without_a_transformer_is_refused_at_start_up(tmp_path):
     assert "experiments.bugliarello2020.variants: the PASCAL study compares against a Transformer" in (
         result.stdout + result.stderr
     )
+
+
+def test_an_ablation_list_must_name_experiments_of_the_study():
+    config = default_config_with({"studies": {"bugliarello2020": {"ablations": ["baseline"]}}})
+    with pytest.raises(
+        ConfigError, match=r"ablations: baseline is not an experiment of study bugliarello2020"
+    ):
+        check(config)
+    config["studies"]["bugliarello2020"]["ablations"] = ["bugliarello2020"]
+    check(config)
+    assert main_experiments(config) == [] and ablation_experiments(config) == ["bugliarello2020"]
+    assert [e["variant"] for e in entries(config, ablation_experiments(config), pascal_only=True)] == [
+        "pascal"
+    ]

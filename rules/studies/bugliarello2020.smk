@@ -1,7 +1,8 @@
 # Bugliarello & Okazaki (2020), PASCAL: parses -> parent and label streams -> the syntax-aware variants'
 # runs (experiments with `study: bugliarello2020`, their `inputs:` naming the streams) -> Table 1
 # (BLEU, ‡ against the Transformer, RIBES for Japanese), Figure 2 (BLEU by source length) and Table 3
-# (PASCAL layer and variance ablations). Library: nmtvariants.studies.bugliarello2020.
+# (PASCAL layer and variance ablations). Library: nmtvariants.studies.bugliarello2020 (tables, gold
+# trees) and bugliarello2020_plan (what the rules build from the config).
 #
 # Parses are of the truecased Moses tokens the BPE was applied to (data/<corpus>/<pair>/tc/, the cleaned
 # lines for the training split): gold trees moved onto them for toyworld, Stanza on them elsewhere

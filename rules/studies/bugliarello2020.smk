@@ -1,0 +1,274 @@
+# Bugliarello & Okazaki (2020), PASCAL: parses -> parent and label streams -> the syntax-aware variants'
+# runs (experiments with `study: bugliarello2020`, their `inputs:` naming the streams) -> Table 1
+# (BLEU, ‡ against the Transformer, RIBES for Japanese), Figure 2 (BLEU by source length) and Table 3
+# (PASCAL layer and variance ablations). Library: nmtvariants.studies.bugliarello2020 (tables, gold
+# trees) and bugliarello2020_plan (what the rules build from the config).
+#
+# Parses are of the truecased Moses tokens the BPE was applied to (data/<corpus>/<pair>/tc/, the cleaned
+# lines for the training split): gold trees moved onto them for toyworld, Stanza on them elsewhere
+# (models from `studies.bugliarello2020.parser_models`, trained offline by `nmtvariants stanza-train`).
+# Streams, data/<corpus>/<pair>/inputs/<split>.<name>, line-parallel with bpe/<split>.<src>:
+#   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H).
+# Experiments listed in `studies.bugliarello2020.ablations` go to Table 3 only (without any, Table 3
+# lists the PASCAL variants of the Table 1 experiments).
+#
+# Not wired: the multi-task baseline (Currey & Heafield). `nmtvariants multitask-corpus` writes its
+# corpus, but training on it needs a derived corpus (its own joint vocabulary and tagged test sources)
+# that the workflow's corpora cannot yet declare.
+
+from nmtvariants.studies import bugliarello2020_plan as b20
+
+b20.check(config)
+B20 = b20.STUDY
+B20_SETTINGS = b20.settings(config)
+B20_EXPERIMENTS = b20.experiments(config)
+B20_GOLD = [name for name, corpus in CORPORA.items() if corpus["source"] == "toyworld"]
+B20_PARSED = [name for name in CORPORA if name not in B20_GOLD]
+B20_MAIN = b20.main_experiments(config)
+B20_TABLE1_MANIFEST = b20.entries(config, B20_MAIN)
+B20_TABLE3_MANIFEST = b20.entries(
+    config, b20.ablation_experiments(config), pascal_only=True
+)
+B20_TASKS = b20.figure_tasks(config)
+
+if B20_MAIN:
+    register_table(B20, b20.TABLE1)
+if B20_TABLE3_MANIFEST:
+    register_table(B20, b20.TABLE3)
+for _task, (_name, _pair, _testset) in B20_TASKS.items():
+    register_figure(
+        B20,
+        b20.figure_path(_task),
+        "bars",
+        x="bucket",
+        y="bleu",
+        group="variant",
+        ylabel="BLEU",
+        title=f"BLEU by source length: {_name} {_pair} {_testset}",
+    )
+
+
+# --- parses on the preprocessed tokens ---------------------------------------------------------
+
+
+rule bugliarello2020_gold_parse:
+    input:
+        unpack(lambda wc: b20.gold_inputs(CORPORA, wc.corpus, wc.src, wc.tgt, wc.split)),
+    output:
+        "data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
+    log:
+        "logs/bugliarello2020/gold_parse/{corpus}/{src}-{tgt}/{split}.log",
+    wildcard_constraints:
+        corpus=b20.regex(B20_GOLD),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        kept=lambda wc, input: ["--kept", input.kept] if "kept" in input.keys() else [],
+    shell:
+        "nmtvariants bugliarello2020-gold-parse --conllu {input.conllu:q} --tokens {input.tokens:q}"
+        " {params.kept:q} -o {output:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_parse:
+    input:
+        "data/{corpus}/{src}-{tgt}/tc/{split}.{src}",
+    output:
+        "data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
+    log:
+        "logs/bugliarello2020/parse/{corpus}/{src}-{tgt}/{split}.log",
+    wildcard_constraints:
+        corpus=b20.regex(B20_PARSED),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 4
+    resources:
+        mem_mb=16000,
+        runtime=720,
+        gpu=1,
+    params:
+        models=B20_SETTINGS["parser_models"],
+    shell:
+        launch(
+            "parse {input:q} -o {output:q} --lang {wildcards.src:q} --model-dir {params.models:q}"
+            " > {log:q} 2>&1"
+        )
+
+
+# --- streams -----------------------------------------------------------------------------------
+
+
+rule bugliarello2020_parents:
+    input:
+        conllu="data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
+        bpe="data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+    output:
+        "data/{corpus}/{src}-{tgt}/inputs/{split}.parents_{mode}",
+    log:
+        "logs/bugliarello2020/parents/{corpus}/{src}-{tgt}/{split}.{mode}.log",
+    wildcard_constraints:
+        mode="x2|first",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        mode=lambda wc: b20.STREAM_MODES[wc.mode],
+    shell:
+        "nmtvariants parents --conllu {input.conllu:q} --bpe {input.bpe:q} --mode {params.mode:q}"
+        " -o {output:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_dep_labels:
+    input:
+        conllu="data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
+        bpe="data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+    output:
+        "data/{corpus}/{src}-{tgt}/inputs/{split}.dep_labels",
+    log:
+        "logs/bugliarello2020/dep_labels/{corpus}/{src}-{tgt}/{split}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants dep-labels --conllu {input.conllu:q} --bpe {input.bpe:q} -o {output:q} > {log:q} 2>&1"
+
+
+# --- evaluation: significance against the Transformer, BLEU by source length -------------------
+
+
+rule bugliarello2020_significance:
+    input:
+        baseline=lambda wc: b20.baseline_hypothesis(
+            config, wc.experiment, wc.pair, wc.testset
+        ),
+        system="results/{experiment}/{pair}/{variant}/{testset}.hyp",
+        ref=lambda wc: b20.reference(config, wc.experiment, wc.pair, wc.testset),
+    output:
+        "results/{experiment}/{pair}/{variant}/{testset}.significance.json",
+    log:
+        "logs/bugliarello2020/significance/{experiment}/{pair}/{variant}/{testset}.log",
+    wildcard_constraints:
+        experiment=b20.regex(B20_EXPERIMENTS),
+        testset="[A-Za-z0-9_-]+",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        lang=lambda wc: wc.pair.split("-")[1],
+        seed=config["seed"],
+    shell:
+        "nmtvariants significance --baseline {input.baseline:q} --system {input.system:q} --ref {input.ref:q}"
+        " -l {params.lang:q} --metrics bleu --samples 1000 --seed {params.seed:q} --json {output:q}"
+        " > {log:q} 2>&1"
+
+
+rule bugliarello2020_length:
+    input:
+        src=lambda wc: b20.tokenised_source(config, wc.experiment, wc.pair, wc.testset),
+        hyp="results/{experiment}/{pair}/{variant}/{testset}.hyp",
+        ref=lambda wc: b20.reference(config, wc.experiment, wc.pair, wc.testset),
+    output:
+        "results/{experiment}/{pair}/{variant}/{testset}.length.json",
+    log:
+        "logs/bugliarello2020/length/{experiment}/{pair}/{variant}/{testset}.log",
+    wildcard_constraints:
+        experiment=b20.regex(B20_EXPERIMENTS),
+        testset="[A-Za-z0-9_-]+",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        lang=lambda wc: wc.pair.split("-")[1],
+        edges=",".join(str(edge) for edge in B20_SETTINGS["length_edges"]),
+    shell:
+        "nmtvariants bleu-by-length --src {input.src:q} --hyp {input.hyp:q} --ref {input.ref:q}"
+        " -l {params.lang:q} --edges {params.edges:q} --json {output:q} > {log:q} 2>&1"
+
+
+# --- tables and figure -------------------------------------------------------------------------
+
+
+localrules:
+    bugliarello2020_table1,
+    bugliarello2020_table3,
+    bugliarello2020_length_csv,
+
+
+rule bugliarello2020_table1:
+    input:
+        b20.files(B20_TABLE1_MANIFEST, "scores", "significance"),
+    output:
+        md=b20.TABLE1,
+        csv=b20.TABLE1.replace(".md", ".csv"),
+        provenance=b20.TABLE1.replace(".md", ".provenance.json"),
+    log:
+        "logs/bugliarello2020/table1.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        manifest=canonical_json(B20_TABLE1_MANIFEST),
+    shell:
+        "nmtvariants bugliarello2020-table --table main --manifest {params.manifest:q} --out {output.md:q}"
+        " > {log:q} 2>&1"
+
+
+rule bugliarello2020_table3:
+    input:
+        b20.files(B20_TABLE3_MANIFEST, "scores", "significance"),
+    output:
+        md=b20.TABLE3,
+        csv=b20.TABLE3.replace(".md", ".csv"),
+        provenance=b20.TABLE3.replace(".md", ".provenance.json"),
+    log:
+        "logs/bugliarello2020/table3.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        manifest=canonical_json(B20_TABLE3_MANIFEST),
+    shell:
+        "nmtvariants bugliarello2020-table --table ablation --manifest {params.manifest:q}"
+        " --out {output.md:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_length_csv:
+    input:
+        lambda wc: b20.files(b20.figure_manifest(config, wc.task), "length"),
+    output:
+        "results/figures/bugliarello2020/length_{task}.csv",
+    log:
+        "logs/bugliarello2020/length_{task}.log",
+    wildcard_constraints:
+        task=b20.regex(B20_TASKS),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        manifest=lambda wc: canonical_json(b20.figure_manifest(config, wc.task)),
+    shell:
+        "nmtvariants bugliarello2020-length --manifest {params.manifest:q} --out {output:q} > {log:q} 2>&1"

@@ -1,0 +1,315 @@
+"""Bugliarello & Okazaki (2020), PASCAL: gold parses on the workflow's tokens, and the paper's tables.
+
+**Gold trees on preprocessed tokens.** PASCAL, LISA, S&H and the multi-task corpus lift a word-level
+parse onto the BPE tokens of the same line (:mod:`nmtvariants.syntax.parents`,
+:mod:`nmtvariants.syntax.dep_labels`), which needs a parse whose words are the Moses tokens the BPE was
+applied to: the truecased, hyphen-split text ``data/<corpus>/<pair>/tc/<split>.<src>`` (for the
+training split that file holds the cleaned lines only). On real corpora the Stanza rule parses exactly
+that text. Toyworld ships gold trees over the *raw* words instead (``raw/<split>.en.conllu``: ``The``
+where truecasing writes ``the``; ``dark-blue`` where ``-a`` writes ``dark @-@ blue``), one per raw line.
+:func:`project_tree` moves a gold tree onto the preprocessed tokens so that both paths give the same
+kind of file:
+
+* the training split follows the cleaning through ``clean/train.kept`` (the kept raw line numbers);
+* each word's FORM becomes its token(s) of the preprocessed line; the two must agree apart from case
+  (truecasing) and Moses escapes, else an InputError names the line and word;
+* a word split by ``-a`` becomes one word per piece, as a parser run on the Moses tokens sees it (UD
+  treebanks split hyphenated words the same way): the *last* piece keeps the word's head and relation
+  (a right-headed compound, ``dark-blue`` -> ``blue``), the earlier pieces attach to it, ``@-@``
+  markers as ``punct`` and the other pieces as ``compound``. Dependents of the word attach to its last
+  piece. Which piece heads the word is our convention; it moves a PASCAL parent by at most the
+  piece count (one token here) and leaves every other word's parent unchanged.
+
+**Tables.** :func:`main_table` is Table 1 (BLEU per task and system, significance marks against the
+task's Transformer, RIBES where the target is Japanese), :func:`length_rows` the long-format data of
+Figure 2 (BLEU by source-length bucket, one bar group per system) and :func:`ablation_table` Table 3
+(PASCAL layer and variance ablations). They read the workflow's JSON files (``evaluate``,
+``significance``, ``bleu-by-length``) through a *manifest*: one entry per (task, system) with the file
+paths and the variant's switches, which the study's rules build from the config.
+
+Where our evaluation differs from the authors' (seed brief §2.8): their bootstrap is one-sided with a
+shifted null (seed 1234), ours is sacreBLEU's two-sided paired bootstrap (1,000 samples, the seed in the
+JSON); both mark p < 0.01 (‡). Their Japanese BLEU and RIBES re-tokenise with KyTea, ours with MeCab
+(sacreBLEU's ``ja-mecab``; RIBES through the same tokenizer), so EN-JA numbers are not comparable with
+the paper's to the decimal; KyTea is not packaged for our environment, so their variant is not offered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nmtvariants.errors import InputError
+from nmtvariants.fileio import PathLike, read_lines
+from nmtvariants.syntax.conllu import Sentence, Word, parse_conllu, validate_tree, write_conllu
+from nmtvariants.syntax.parents import unescape_moses
+from nmtvariants.text.clean import read_kept
+
+HYPHEN = "@-@"
+SIGNIFICANT = 0.01  # the paper's ‡: p < 0.01 against the Transformer
+MARK = "‡"
+# Table 1's systems, in the paper's column order, recognised by the variant's switch (the multi-task
+# baseline is not wired into the workflow yet: rules/studies/bugliarello2020.smk says why).
+ROLES = (
+    ("transformer", "Transformer"),
+    ("sennrich_haddow", "+S&H"),
+    ("lisa", "+LISA"),
+    ("pascal", "+PASCAL"),
+)
+
+
+# --- gold trees on the preprocessed tokens ------------------------------------------------------
+
+
+def hyphen_groups(tokens: Sequence[str]) -> list[list[int]]:
+    """Token indices of each word: ``@-@`` glues the tokens either side of it into one word."""
+    groups: list[list[int]] = []
+    glue = False
+    for index, token in enumerate(tokens):
+        marker = token == HYPHEN and index > 0
+        if groups and (glue or marker):
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+        glue = marker
+    return groups
+
+
+def _same_word(form: str, pieces: Sequence[str]) -> bool:
+    joined = "".join("-" if piece == HYPHEN else unescape_moses(piece) for piece in pieces)
+    return joined.casefold() == unescape_moses(form).casefold()
+
+
+def project_tree(sentence: Sentence, line: str, where: str) -> Sentence:
+    """The gold ``sentence`` over the tokens of the preprocessed ``line`` (module docstring)."""
+    if sentence.multiword or sentence.empty_nodes:
+        raise InputError(f"{where}: multiword tokens and empty nodes are not supported in gold trees")
+    tokens = line.split()
+    groups = hyphen_groups(tokens)
+    if len(groups) != len(sentence.words):
+        raise InputError(
+            f"{where}: the preprocessed line has {len(groups)} words but the gold tree has "
+            f"{len(sentence.words)}; give the tree of the same raw line"
+        )
+    head_piece = {}  # gold word id -> new id of its last piece
+    for word, group in zip(sentence.words, groups, strict=True):
+        if not _same_word(word.form, [tokens[i] for i in group]):
+            raise InputError(
+                f"{where}: word {word.id} is {word.form!r} in the gold tree but "
+                f"{' '.join(tokens[i] for i in group)!r} in the preprocessed line; give the tree of "
+                "the same raw line"
+            )
+        head_piece[word.id] = group[-1] + 1
+    words: list[Word] = []
+    for word, group in zip(sentence.words, groups, strict=True):
+        last = group[-1] + 1
+        for index in group:
+            new_id = index + 1
+            if new_id == last:
+                head = 0 if word.head == 0 else head_piece[word.head]  # type: ignore[index]
+                deprel, upos = word.deprel, word.upos
+            else:
+                head = last
+                marker = tokens[index] == HYPHEN
+                deprel, upos = ("punct", "PUNCT") if marker else ("compound", word.upos)
+            words.append(Word(new_id, tokens[index], tokens[index], upos, "_", "_", head, deprel))
+    comments = [c for c in sentence.comments if not c.startswith("# text =")] + [f"# text = {line}"]
+    projected = Sentence(words=words, comments=comments)
+    validate_tree(projected, where)
+    return projected
+
+
+def gold_parse(conllu: PathLike, preprocessed: PathLike, kept: PathLike | None = None) -> list[Sentence]:
+    """Gold trees of ``conllu`` (one per raw line; the ``kept`` ones if given) on ``preprocessed``."""
+    lines = list(read_lines(preprocessed))
+    raw_lines = list(read_lines(conllu))
+    if kept is not None:
+        numbers = read_kept(kept)
+        sentences = list(parse_conllu(raw_lines, source=str(conllu)))
+        if numbers and numbers[-1] > len(sentences):
+            raise InputError(
+                f"{kept}: line {numbers[-1]} was kept but {conllu} has {len(sentences)} trees; give the "
+                "gold parse of the corpus that was cleaned"
+            )
+        sentences = [sentences[number - 1] for number in numbers]
+    else:
+        sentences = list(parse_conllu(raw_lines, source=str(conllu)))
+    if len(sentences) != len(lines):
+        raise InputError(
+            f"{conllu} gives {len(sentences)} trees for the {len(lines)} lines of {preprocessed}; give "
+            "the gold parse of the same split (and --kept for a cleaned training split)"
+        )
+    return [
+        project_tree(sentence, line, f"{preprocessed}:{number} vs {conllu}:{sentence.line}")
+        for number, (sentence, line) in enumerate(zip(sentences, lines, strict=True), start=1)
+    ]
+
+
+def write_gold_parse(
+    conllu: PathLike, preprocessed: PathLike, output: PathLike, kept: PathLike | None = None
+) -> int:
+    return write_conllu(output, gold_parse(conllu, preprocessed, kept))
+
+
+# --- manifests: which files make each row -------------------------------------------------------
+
+
+def role(switches: Mapping[str, Any] | None) -> str:
+    """Which of Table 1's systems a variant is, from its switches (``{}``: the Transformer)."""
+    names = set(switches or {})
+    found = [name for name, _ in ROLES[1:] if name in names]
+    if len(found) > 1:
+        raise InputError(f"variant switches {sorted(names)}: one syntax mechanism per variant in Table 1")
+    return found[0] if found else "transformer"
+
+
+def _read_json(path: PathLike) -> dict[str, Any]:
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise InputError(f"{path}: cannot read ({error}); re-run the stage that wrote it") from None
+    if not isinstance(document, dict):
+        raise InputError(f"{path}: expected a JSON object; re-run the stage that wrote it")
+    return document
+
+
+def _score(document: Mapping[str, Any], metric: str, path: PathLike) -> float | None:
+    result = (document.get("scores") or {}).get(metric)
+    if result is None:
+        return None
+    if not isinstance(result, dict) or not isinstance(result.get("score"), int | float):
+        raise InputError(f"{path}: scores.{metric} has no score; re-run evaluate")
+    return float(result["score"])
+
+
+def _bleu(entry: Mapping[str, Any], scores: Mapping[str, Any] | None = None) -> float:
+    scores = _read_json(entry["scores"]) if scores is None else scores
+    bleu = _score(scores, "bleu", entry["scores"])
+    if bleu is None:
+        raise InputError(f"{entry['scores']}: no BLEU; add bleu to the experiment's metrics")
+    return bleu
+
+
+def _significance(path: PathLike | None) -> tuple[float | None, float | None]:
+    """(delta, p) of BLEU from a ``significance`` JSON; (None, None) for the baseline itself."""
+    if path is None:
+        return None, None
+    document = _read_json(path)
+    bleu = (document.get("metrics") or {}).get("bleu")
+    if not isinstance(bleu, dict) or "p_value" not in bleu:
+        raise InputError(f"{path}: no BLEU p-value; run `nmtvariants significance --metrics bleu`")
+    return float(bleu["delta"]), float(bleu["p_value"])
+
+
+def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    """Rows as a table whose empty cells (the Transformer's own delta and p) stay None, not NaN, so
+    that the markdown shows them blank."""
+    frame = pd.DataFrame(rows, columns=columns, dtype=object)
+    return frame.astype({column: float for column in ("BLEU",) if column in columns})
+
+
+def mark(p_value: float | None) -> str:
+    return MARK if p_value is not None and p_value < SIGNIFICANT else ""
+
+
+def task_name(entry: Mapping[str, Any]) -> str:
+    return f"{entry['experiment']} {entry['pair']} {entry['testset']}"
+
+
+def main_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Table 1: one row per (task, system); tasks in manifest order, systems in the paper's order.
+
+    Each entry: ``experiment``, ``pair``, ``testset``, ``variant``, ``switches``, ``scores`` (the
+    evaluate JSON) and ``significance`` (the JSON against the task's Transformer; null for the
+    Transformer itself). RIBES is given where the target is Japanese (from the scores JSON, which then
+    must hold it) and ``n/a`` elsewhere, as in the paper."""
+    rows = []
+    for entry in entries:
+        scores = _read_json(entry["scores"])
+        bleu = _bleu(entry, scores)
+        delta, p_value = _significance(entry.get("significance"))
+        japanese = entry["pair"].split("-")[1] == "ja"
+        ribes = _score(scores, "ribes", entry["scores"]) if japanese else None
+        if japanese and ribes is None:
+            raise InputError(f"{entry['scores']}: no RIBES for a Japanese target; add ribes to the metrics")
+        rows.append(
+            {
+                "task": task_name(entry),
+                "system": dict(ROLES)[role(entry.get("switches"))],
+                "variant": entry["variant"],
+                "BLEU": round(bleu, 2),
+                "mark": mark(p_value),
+                "delta": None if delta is None else round(delta, 2),
+                "p": None if p_value is None else round(p_value, 4),
+                "RIBES": "n/a" if ribes is None else f"{ribes:.2f}",
+            }
+        )
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    systems = [label for _, label in ROLES]
+    rows.sort(key=lambda row: (tasks.index(row["task"]), systems.index(row["system"])))  # stable
+    return _frame(rows, ["task", "system", "variant", "BLEU", "mark", "delta", "p", "RIBES"])
+
+
+def length_rows(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Figure 2's long-format data: ``bucket``, ``variant``, ``bleu``, ``n_sentences`` (entries:
+    ``variant`` and ``length``, a ``bleu-by-length`` JSON). Rows go bucket by bucket so that the bars
+    keep the bucket order; empty buckets have no BLEU and are left out."""
+    per_variant = []
+    for entry in entries:
+        document = _read_json(entry["length"])
+        per_variant.append((entry["variant"], document.get("buckets") or []))
+    labels: list[str] = []
+    for _, buckets in per_variant:
+        for bucket in buckets:
+            if bucket["bucket"] not in labels:
+                labels.append(bucket["bucket"])
+    rows = []
+    for label in labels:
+        for variant, buckets in per_variant:
+            for bucket in buckets:
+                if bucket["bucket"] == label and bucket.get("bleu") is not None:
+                    rows.append(
+                        {
+                            "bucket": label,
+                            "variant": variant,
+                            "bleu": round(float(bucket["bleu"]), 2),
+                            "n_sentences": int(bucket["n_sentences"]),
+                        }
+                    )
+    return pd.DataFrame(rows, columns=["bucket", "variant", "bleu", "n_sentences"])
+
+
+def ablation_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Table 3: one row per PASCAL variant (entries as for :func:`main_table`, PASCAL variants only):
+    its layer (3a), variance or ``parent-only`` (3b), heads and q, BLEU, and the difference from the
+    task's Transformer with its mark. Unset options show the plug-in's defaults (layer 1, all heads,
+    variance 1, q 0)."""
+    rows = []
+    for entry in entries:
+        options = dict((entry.get("switches") or {}).get("pascal") or {})
+        if role(entry.get("switches")) != "pascal":
+            raise InputError(f"{entry['variant']}: Table 3 lists PASCAL variants only")
+        delta, p_value = _significance(entry.get("significance"))
+        rows.append(
+            {
+                "task": task_name(entry),
+                "variant": entry["variant"],
+                "layer": int(options.get("layer", 1)),
+                "heads": "all" if options.get("heads") is None else str(options["heads"]),
+                "variance": "parent-only"
+                if options.get("parent_only")
+                else f"{float(options.get('variance', 1.0)):g}",
+                "q": float(options.get("q", 0.0)),
+                "BLEU": round(_bleu(entry), 2),
+                "delta": None if delta is None else round(delta, 2),
+                "mark": mark(p_value),
+            }
+        )
+    frame = pd.DataFrame(
+        rows, columns=["task", "variant", "layer", "heads", "variance", "q", "BLEU", "delta", "mark"]
+    )
+    return frame.sort_values(["task", "layer", "variance"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,106 @@
+"""Commands of the PASCAL study (rules/studies/bugliarello2020.smk).
+
+    nmtvariants bugliarello2020-gold-parse --conllu raw/train.en.conllu --tokens en-de/tc/train.en \\
+        [--kept en-de/clean/train.kept] -o en-de/parse/train.en.conllu
+    nmtvariants bugliarello2020-table --table main|ablation --manifest JSON --out T.md
+    nmtvariants bugliarello2020-length --manifest JSON --out F.csv
+
+The manifest is a JSON list with one object per (task, system): ``experiment``, ``pair``, ``testset``,
+``variant``, ``switches`` (the variant's config), and the files ``scores``, ``significance`` (null for
+the Transformer) and ``length``. See :mod:`nmtvariants.studies.bugliarello2020`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from nmtvariants.errors import InputError
+from nmtvariants.fileio import atomic_write
+from nmtvariants.reporting.tables import write_table
+from nmtvariants.studies.bugliarello2020 import ablation_table, length_rows, main_table, write_gold_parse
+
+TITLES = {
+    "main": "Bugliarello & Okazaki (2020), Table 1: BLEU of the syntax-aware models",
+    "ablation": "Bugliarello & Okazaki (2020), Table 3: PASCAL layer (a) and variance (b) ablations",
+}
+NOTES = {
+    "main": (
+        "‡: p < 0.01 against the task's Transformer (sacreBLEU's two-sided paired bootstrap, 1,000 "
+        "samples; the authors used a one-sided shifted-null bootstrap). delta: BLEU difference from the "
+        "Transformer; p: the test's p-value (4 decimals in the CSV). RIBES is reported for Japanese "
+        "targets only (the paper's EN-JA column), tokenised with MeCab where the authors used KyTea; "
+        "n/a elsewhere."
+    ),
+    "ablation": (
+        "PASCAL variants only; delta and ‡ (p < 0.01) against the task's Transformer. The paper reports "
+        "this ablation on the NC11 validation sets; a demo run has the rows its config trains."
+    ),
+}
+
+
+def _manifest(text: str) -> list[dict[str, Any]]:
+    try:
+        entries = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"--manifest: not JSON ({error}); the study's rules write it") from None
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise InputError("--manifest: expected a JSON list of objects, one per (task, system)")
+    return entries
+
+
+def _files(entries: list[dict[str, Any]], *keys: str) -> list[str]:
+    return [entry[key] for entry in entries for key in keys if entry.get(key)]
+
+
+def run_gold_parse(args: argparse.Namespace) -> int:
+    count = write_gold_parse(args.conllu, args.tokens, args.output, args.kept)
+    print(f"{count} gold trees on {args.tokens}")
+    return 0
+
+
+def run_table(args: argparse.Namespace) -> int:
+    entries = _manifest(args.manifest)
+    frame = main_table(entries) if args.table == "main" else ablation_table(entries)
+    write_table(
+        frame,
+        args.out,
+        TITLES[args.table],
+        NOTES[args.table],
+        sources=_files(entries, "scores", "significance"),
+    )
+    return 0
+
+
+def run_length(args: argparse.Namespace) -> int:
+    frame = length_rows(_manifest(args.manifest))
+    with atomic_write(args.out) as out:
+        frame.to_csv(out, index=False)
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    gold = subparsers.add_parser(
+        "bugliarello2020-gold-parse", help="gold CoNLL-U trees moved onto the preprocessed (tc) tokens"
+    )
+    gold.add_argument("--conllu", required=True, help="gold trees, one per raw line")
+    gold.add_argument("--tokens", required=True, help="the truecased Moses tokens the BPE was applied to")
+    gold.add_argument("--kept", help="clean/train.kept: the raw lines the training split kept")
+    gold.add_argument("-o", "--output", required=True)
+    gold.set_defaults(func=run_gold_parse)
+
+    table = subparsers.add_parser(
+        "bugliarello2020-table", help="PASCAL study: Table 1 (main) or 3 (ablation)"
+    )
+    table.add_argument("--table", choices=sorted(TITLES), required=True)
+    table.add_argument("--manifest", required=True, help="JSON list, one object per (task, system)")
+    table.add_argument("--out", required=True, help="markdown table; CSV and provenance beside it")
+    table.set_defaults(func=run_table)
+
+    length = subparsers.add_parser(
+        "bugliarello2020-length", help="PASCAL study, Figure 2: BLEU by source length as a long CSV"
+    )
+    length.add_argument("--manifest", required=True, help="JSON list: variant and length JSON per system")
+    length.add_argument("--out", required=True, help="CSV: bucket, variant, bleu, n_sentences")
+    length.set_defaults(func=run_length)

@@ -1,0 +1,161 @@
+"""What the PASCAL study's rules build, from the resolved workflow config (rules/studies/bugliarello2020.smk).
+
+The study's tables are over every experiment with ``study: bugliarello2020``: Table 1 and Figure 2 over
+those not listed in ``studies.bugliarello2020.ablations``, Table 3 over the PASCAL variants of the listed
+ones (or, with none listed, of the Table 1 experiments). Each experiment's Transformer is its first
+variant without switches; the significance tests compare every other variant with it. The functions
+here turn the config into the tables' manifests (one entry per task and system, with the result files
+the table reads) and the rules' input paths; they live in the library because Snakemake's lint wants
+no function definitions beside rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nmtvariants.errors import ConfigError
+
+STUDY = "bugliarello2020"
+DEFAULTS: dict[str, Any] = {
+    "parser_models": "models/stanza",
+    "length_edges": [10, 20, 30, 40, 50],
+    "ablations": [],
+}
+STREAM_MODES = {"x2": "middle", "first": "first"}  # inputs/<split>.parents_<mode> -> `parents --mode`
+TABLE1 = f"results/tables/{STUDY}/table1.md"
+TABLE3 = f"results/tables/{STUDY}/table3.md"
+FIGURE = "results/figures/{study}/length_{task}.png"
+
+
+def settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``studies.bugliarello2020`` with the defaults filled in."""
+    return {**DEFAULTS, **((config.get("studies") or {}).get(STUDY) or {})}
+
+
+def experiments(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: spec for name, spec in (config.get("experiments") or {}).items() if spec["study"] == STUDY}
+
+
+def baseline_variant(config: Mapping[str, Any], experiment: str) -> str:
+    """The Transformer of an experiment: its first variant without switches."""
+    for variant, switches in experiments(config)[experiment]["variants"].items():
+        if not switches:
+            return variant
+    raise ConfigError(
+        f"experiments.{experiment}.variants: the PASCAL study compares against a Transformer; add a "
+        "variant without switches (e.g. transformer: {})"
+    )
+
+
+def check(config: Mapping[str, Any]) -> None:
+    """Stop at start-up on an ablation list naming no experiment of the study, or on an experiment
+    without a Transformer."""
+    ours = experiments(config)
+    for name in settings(config)["ablations"]:
+        if name not in ours:
+            raise ConfigError(
+                f"studies.{STUDY}.ablations: {name} is not an experiment of study {STUDY} "
+                f"({', '.join(ours) or 'none'})"
+            )
+    for name in ours:
+        baseline_variant(config, name)
+
+
+def main_experiments(config: Mapping[str, Any]) -> list[str]:
+    ablations = settings(config)["ablations"]
+    return [name for name in experiments(config) if name not in ablations]
+
+
+def ablation_experiments(config: Mapping[str, Any]) -> list[str]:
+    return list(settings(config)["ablations"]) or main_experiments(config)
+
+
+def entries(
+    config: Mapping[str, Any], names: Iterable[str], pascal_only: bool = False
+) -> list[dict[str, Any]]:
+    """The manifest of a table: one entry per (experiment, pair, testset, variant), config order."""
+    out = []
+    for name in names:
+        spec = experiments(config)[name]
+        baseline = baseline_variant(config, name)
+        for pair in spec["pairs"]:
+            for testset in spec["evaluate"]["testsets"]:
+                for variant, switches in spec["variants"].items():
+                    if pascal_only and "pascal" not in (switches or {}):
+                        continue
+                    folder = f"results/{name}/{pair}/{variant}"
+                    out.append(
+                        {
+                            "experiment": name,
+                            "pair": pair,
+                            "testset": testset,
+                            "variant": variant,
+                            "switches": dict(switches or {}),
+                            "scores": f"{folder}/{testset}.scores.json",
+                            "significance": None
+                            if variant == baseline
+                            else f"{folder}/{testset}.significance.json",
+                            "length": f"{folder}/{testset}.length.json",
+                        }
+                    )
+    return out
+
+
+def files(manifest: Iterable[Mapping[str, Any]], *keys: str) -> list[str]:
+    """The result files a table reads (``keys`` of every entry, nulls skipped)."""
+    return [entry[key] for entry in manifest for key in keys if entry.get(key)]
+
+
+def figure_tasks(config: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
+    """Figure 2 has one PNG per task of the Table 1 experiments: ``<experiment>_<pair>_<testset>`` ->
+    (experiment, pair, testset)."""
+    return {
+        f"{name}_{pair}_{testset}": (name, pair, testset)
+        for name in main_experiments(config)
+        for pair in experiments(config)[name]["pairs"]
+        for testset in experiments(config)[name]["evaluate"]["testsets"]
+    }
+
+
+def figure_path(task: str) -> str:
+    return FIGURE.format(study=STUDY, task=task)
+
+
+def figure_manifest(config: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
+    """The entries of one Figure 2 task."""
+    name, pair, testset = figure_tasks(config)[task]
+    return [e for e in entries(config, [name]) if e["pair"] == pair and e["testset"] == testset]
+
+
+def regex(names: Iterable[str]) -> str:
+    """A wildcard constraint matching exactly ``names`` (nothing when there are none)."""
+    return "|".join(re.escape(name) for name in names) or "(?!)"
+
+
+def gold_inputs(corpora: Mapping[str, Any], corpus: str, src: str, tgt: str, split: str) -> dict[str, str]:
+    """Inputs of the gold-parse rule: the raw trees, the tokens they go onto, the kept lines (train)."""
+    inputs = {
+        "conllu": f"data/{corpus}/raw/{split}.{src}.conllu",
+        "tokens": f"data/{corpus}/{src}-{tgt}/tc/{split}.{src}",
+    }
+    if split == corpora[corpus]["train"]:
+        inputs["kept"] = f"data/{corpus}/{src}-{tgt}/clean/train.kept"
+    return inputs
+
+
+def baseline_hypothesis(config: Mapping[str, Any], experiment: str, pair: str, testset: str) -> str:
+    """The Transformer's post-processed translation that a variant is tested against."""
+    return f"results/{experiment}/{pair}/{baseline_variant(config, experiment)}/{testset}.hyp"
+
+
+def reference(config: Mapping[str, Any], experiment: str, pair: str, testset: str) -> str:
+    corpus = experiments(config)[experiment]["corpus"]
+    return f"data/{corpus}/raw/{testset}.{pair.split('-')[1]}"
+
+
+def tokenised_source(config: Mapping[str, Any], experiment: str, pair: str, testset: str) -> str:
+    """The Moses-tokenised source whose word counts make Figure 2's buckets (the authors' len2bleu.sh)."""
+    corpus = experiments(config)[experiment]["corpus"]
+    return f"data/{corpus}/tok/{testset}.{pair.split('-')[0]}"

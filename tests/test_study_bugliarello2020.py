@@ -1,0 +1,371 @@
+"""The PASCAL study: gold trees on the preprocessed tokens, its tables on hand-made result files, and
+what its targets plan on the real planner (`snakemake -n`)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_configs import default_config_with, dry_run_jobs, snakemake
+
+from nmtvariants.cli import main as cli_main
+from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.studies.bugliarello2020 import (
+    ablation_table,
+    gold_parse,
+    hyphen_groups,
+    length_rows,
+    main_table,
+    project_tree,
+)
+from nmtvariants.studies.bugliarello2020_plan import ablation_experiments, check, entries, main_experiments
+from nmtvariants.syntax.conllu import format_sentence, make_sentence, read_conllu
+from nmtvariants.syntax.parents import iter_parents_x2
+
+# "The dark-blue ball rolls ." with heads The->ball, dark-blue->ball, ball->rolls, .->rolls.
+GOLD = make_sentence(
+    ["The", "dark-blue", "ball", "rolls", "."],
+    [3, 3, 4, 0, 4],
+    ["det", "amod", "nsubj", "root", "punct"],
+    upos=["DET", "ADJ", "NOUN", "VERB", "PUNCT"],
+    comments=["# sent_id = s1", "# text = The dark-blue ball rolls."],
+)
+TOKENS = "the dark @-@ blue ball rolls ."
+
+
+def test_hyphen_markers_glue_their_neighbours_into_one_word():
+    assert hyphen_groups(["the", "dark", "@-@", "blue", "ball"]) == [[0], [1, 2, 3], [4]]
+    assert hyphen_groups(["a", "@-@", "b", "@-@", "c"]) == [[0, 1, 2, 3, 4]]
+    assert hyphen_groups(["@-@", "x"]) == [[0], [1]]  # a leading marker glues nothing before it
+
+
+def test_a_gold_tree_moves_onto_truecased_hyphen_split_tokens():
+    tree = project_tree(GOLD, TOKENS, "here")
+    rows = [(w.id, w.form, w.head, w.deprel) for w in tree.words]
+    assert rows == [
+        (1, "the", 5, "det"),
+        (2, "dark", 4, "compound"),
+        (3, "@-@", 4, "punct"),
+        (4, "blue", 5, "amod"),  # the last piece heads the word and keeps its relation
+        (5, "ball", 6, "nsubj"),
+        (6, "rolls", 0, "root"),
+        (7, ".", 6, "punct"),
+    ]
+    assert "# sent_id = s1" in tree.comments and f"# text = {TOKENS}" in tree.comments
+
+
+def test_projected_trees_give_hand_checked_parent_positions(tmp_path):
+    """Through `nmtvariants parents`: BPE 'the dar@@ k @-@ blue ball rolls .' (8 tokens). Middle
+    positions by hand: the->ball 5; dar@@ k @-@ -> blue 4; blue->ball 5; ball->rolls 6; rolls and .->6.
+    First-subword positions are the same here (every head is one token)."""
+    conllu = tmp_path / "tree.conllu"
+    conllu.write_text(format_sentence(project_tree(GOLD, TOKENS, "here")), encoding="utf-8")
+    bpe = tmp_path / "bpe.en"
+    bpe.write_text("the dar@@ k @-@ blue ball rolls .\n", encoding="utf-8")
+    out = tmp_path / "parents"
+    assert cli_main(["parents", "--conllu", str(conllu), "--bpe", str(bpe), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == "5 4 4 4 5 6 6 6\n"
+    assert list(iter_parents_x2(conllu, bpe, "first")) == [[10, 8, 8, 8, 10, 12, 12, 12]]
+
+
+def test_a_word_that_differs_beyond_case_is_refused():
+    with pytest.raises(InputError, match=r"here: word 3 is 'ball' in the gold tree but 'bell'"):
+        project_tree(GOLD, "the dark @-@ blue bell rolls .", "here")
+    with pytest.raises(InputError, match="4 words but the gold tree has 5"):
+        project_tree(GOLD, "the dark-blue ball rolls", "here")
+
+
+def test_the_training_split_follows_the_kept_lines(tmp_path):
+    trees = [
+        make_sentence(["A", "cat", "sleeps", "."], [2, 3, 0, 3], ["det", "nsubj", "root", "punct"]),
+        make_sentence(["Dogs", "bark", "."], [2, 0, 2], ["nsubj", "root", "punct"]),
+        make_sentence(["It", "rains", "."], [2, 0, 2], ["expl", "root", "punct"]),
+    ]
+    raw = tmp_path / "train.en.conllu"
+    raw.write_text("".join(format_sentence(tree) for tree in trees), encoding="utf-8")
+    tokens = tmp_path / "train.tc"
+    tokens.write_text("a cat sleeps .\nit rains .\n", encoding="utf-8")
+    kept = tmp_path / "train.kept"
+    kept.write_text("1\n3\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    command = ["bugliarello2020-gold-parse", "--conllu", str(raw), "--tokens", str(tokens)]
+    assert cli_main([*command, "--kept", str(kept), "-o", str(out)]) == 0
+    assert [tree.forms for tree in read_conllu(out)] == [["a", "cat", "sleeps", "."], ["it", "rains", "."]]
+    assert [tree.heads for tree in read_conllu(out)] == [[2, 3, 0, 3], [2, 0, 2]]
+    with pytest.raises(InputError, match="gives 3 trees for the 2 lines"):
+        gold_parse(raw, tokens)
+
+
+# --- tables on hand-made result files -------------------------------------------------------------
+
+
+def scores(path: Path, bleu: float, ribes: float | None = None) -> str:
+    document = {"scores": {"bleu": {"score": bleu, "signature": "nrefs:1|bleu"}}}
+    if ribes is not None:
+        document["scores"]["ribes"] = {"score": ribes, "signature": "nltk-ribes"}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+def significance(path: Path, delta: float, p: float) -> str:
+    path.write_text(json.dumps({"metrics": {"bleu": {"delta": delta, "p_value": p}}}), encoding="utf-8")
+    return str(path)
+
+
+def entry(tmp_path: Path, variant: str, switches: dict, bleu: float, sig=None, pair="en-de", ribes=None):
+    stem = f"{pair}-{variant}"
+    return {
+        "experiment": "toy",
+        "pair": pair,
+        "testset": "test",
+        "variant": variant,
+        "switches": switches,
+        "scores": scores(tmp_path / f"{stem}.scores.json", bleu, ribes),
+        "significance": None if sig is None else significance(tmp_path / f"{stem}.sig.json", *sig),
+    }
+
+
+def test_table1_marks_what_is_significant_against_the_transformer(tmp_path):
+    entries = [  # systems out of the paper's order: the table puts them back
+        entry(tmp_path, "pascal", {"pascal": {"heads": 2}}, 21.5, (1.496, 0.004)),
+        entry(tmp_path, "transformer", {}, 20.004),
+        entry(tmp_path, "lisa", {"lisa": {}}, 20.3, (0.296, 0.2)),
+        entry(tmp_path, "sh", {"sennrich_haddow": {}}, 19.5, (-0.504, 0.03)),
+        entry(tmp_path, "transformer", {}, 30.0, pair="en-ja", ribes=80.123),
+        entry(tmp_path, "pascal", {"pascal": {}}, 31.0, (1.0, 0.001), pair="en-ja", ribes=81.0),
+    ]
+    frame = main_table(entries)
+    assert frame.to_dict("records") == [
+        {"task": "toy en-de test", "system": "Transformer", "variant": "transformer", "BLEU": 20.0,
+         "mark": "", "delta": None, "p": None, "RIBES": "n/a"},
+        {"task": "toy en-de test", "system": "+S&H", "variant": "sh", "BLEU": 19.5,
+         "mark": "", "delta": -0.5, "p": 0.03, "RIBES": "n/a"},
+        {"task": "toy en-de test", "system": "+LISA", "variant": "lisa", "BLEU": 20.3,
+         "mark": "", "delta": 0.3, "p": 0.2, "RIBES": "n/a"},
+        {"task": "toy en-de test", "system": "+PASCAL", "variant": "pascal", "BLEU": 21.5,
+         "mark": "‡", "delta": 1.5, "p": 0.004, "RIBES": "n/a"},
+        {"task": "toy en-ja test", "system": "Transformer", "variant": "transformer", "BLEU": 30.0,
+         "mark": "", "delta": None, "p": None, "RIBES": "80.12"},
+        {"task": "toy en-ja test", "system": "+PASCAL", "variant": "pascal", "BLEU": 31.0,
+         "mark": "‡", "delta": 1.0, "p": 0.001, "RIBES": "81.00"},
+    ]  # fmt: skip
+    no_ribes = entry(tmp_path, "plain", {}, 30.0, pair="en-ja")
+    with pytest.raises(InputError, match="no RIBES for a Japanese target"):
+        main_table([no_ribes])
+
+
+def test_table3_lists_pascal_variants_by_layer_and_variance(tmp_path):
+    entries = [
+        entry(tmp_path, "layer2", {"pascal": {"layer": 2}}, 19.0, (-1.0, 0.002)),
+        entry(tmp_path, "parent_only", {"pascal": {"parent_only": True, "q": 0.4}}, 20.1, (0.1, 0.5)),
+        entry(tmp_path, "layer1", {"pascal": {"heads": 2}}, 21.0, (1.0, 0.009)),
+    ]
+    frame = ablation_table(entries)
+    assert frame[["variant", "layer", "heads", "variance", "q", "BLEU", "delta", "mark"]].to_dict(
+        "records"
+    ) == [
+        {"variant": "layer1", "layer": 1, "heads": "2", "variance": "1", "q": 0.0, "BLEU": 21.0,
+         "delta": 1.0, "mark": "‡"},
+        {"variant": "parent_only", "layer": 1, "heads": "all", "variance": "parent-only", "q": 0.4,
+         "BLEU": 20.1, "delta": 0.1, "mark": ""},
+        {"variant": "layer2", "layer": 2, "heads": "all", "variance": "1", "q": 0.0, "BLEU": 19.0,
+         "delta": -1.0, "mark": "‡"},
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="PASCAL variants only"):
+        ablation_table([entry(tmp_path, "lisa", {"lisa": {}}, 20.0, (0.0, 1.0))])
+
+
+def test_figure2_rows_go_bucket_by_bucket_without_empty_buckets(tmp_path):
+    def length(name: str, buckets: list) -> dict:
+        path = tmp_path / f"{name}.length.json"
+        rows = [{"bucket": b, "n_sentences": n, "bleu": s} for b, n, s in buckets]
+        path.write_text(json.dumps({"buckets": rows}), encoding="utf-8")
+        return {"variant": name, "length": str(path)}
+
+    entries = [
+        length("transformer", [("0-7", 3, 10.0), ("8-11", 2, 20.0), (">=12", 0, None)]),
+        length("pascal", [("0-7", 3, 11.111), ("8-11", 2, 19.0), (">=12", 0, None)]),
+    ]
+    assert length_rows(entries).values.tolist() == [
+        ["0-7", "transformer", 10.0, 3],
+        ["0-7", "pascal", 11.11, 3],
+        ["8-11", "transformer", 20.0, 2],
+        ["8-11", "pascal", 19.0, 2],
+    ]
+
+
+def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
+    entries = [
+        entry(tmp_path, "transformer", {}, 20.0),
+        entry(tmp_path, "pascal", {"pascal": {}}, 21.5, (1.5, 0.004)),
+    ]
+    out = tmp_path / "table1.md"
+    assert (
+        cli_main(
+            ["bugliarello2020-table", "--table", "main", "--manifest", json.dumps(entries), "--out", str(out)]
+        )
+        == 0
+    )
+    text = out.read_text(encoding="utf-8")
+    assert "Table 1" in text and "KyTea" in text
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| toy")]
+    assert [[cell.strip() for cell in row] for row in rows] == [
+        ["toy en-de test", "Transformer", "transformer", "20.00", "", "", "", "n/a"],  # blank, not nan
+        ["toy en-de test", "+PASCAL", "pascal", "21.50", "‡", "1.50", "0.00", "n/a"],
+    ]
+    assert (tmp_path / "table1.csv").read_text(encoding="utf-8").splitlines()[0] == (
+        "task,system,variant,BLEU,mark,delta,p,RIBES"
+    )
+    provenance = json.loads((tmp_path / "table1.provenance.json").read_text(encoding="utf-8"))
+    assert [source["path"] for source in provenance["sources"]] == [
+        entries[0]["scores"],
+        entries[1]["scores"],
+        entries[1]["significance"],
+    ]
+
+
+# --- what the study's targets plan ------------------------------------------------------------------
+
+
+def plan(*args: str) -> list[dict[str, str]]:
+    result = snakemake("-n", "-p", "--forceall", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return dry_run_jobs(result.stdout)
+
+
+def counts(jobs: list[dict[str, str]]) -> Counter:
+    return Counter(job["rule"] for job in jobs)
+
+
+CHAIN = {  # toyworld en-de up to the network vocabulary (see test_workflow_studies)
+    "toyworld": 1,
+    "tokenize": 5,
+    "clean": 1,
+    "truecase_train": 2,
+    "truecase_apply": 5,
+    "bpe_learn": 1,
+    "bpe_apply": 5,
+    "network_vocab": 1,
+}
+
+
+def test_table1_plans_its_runs_streams_and_tests_only():
+    """Transformer (the baseline's run), PASCAL and LISA: three runs; gold trees of the three splits,
+    both parent streams of each; two significance tests; no length buckets, labels or figures."""
+    jobs = plan("results/tables/bugliarello2020/table1.md")
+    assert counts(jobs) == {
+        **CHAIN,
+        "bugliarello2020_gold_parse": 3,
+        "bugliarello2020_parents": 6,
+        "train": 3,
+        "average": 3,
+        "translate": 3,
+        "postprocess": 3,
+        "evaluate": 3,
+        "bugliarello2020_significance": 2,
+        "bugliarello2020_table1": 1,
+    }
+    gold = [job for job in jobs if job["rule"] == "bugliarello2020_gold_parse"]
+    (train_parse,) = [job for job in gold if "train" in job["output"]]
+    assert "--kept data/toyworld/en-de/clean/train.kept" in train_parse["shell"]
+    assert not [job for job in gold if "valid" in job["output"] and "--kept" in job["shell"]]
+    translations = {job["output"]: job["shell"] for job in jobs if job["rule"] == "translate"}
+    aux = sorted(
+        shlex.split(shell)[shlex.split(shell).index("--aux") + 1]
+        for shell in translations.values()
+        if "--aux" in shell
+    )
+    assert aux == [
+        "parents_first=data/toyworld/en-de/inputs/test.parents_first",
+        "parents_x2=data/toyworld/en-de/inputs/test.parents_x2",
+    ]
+
+
+def test_table3_plans_the_pascal_run_and_the_baseline_only():
+    rules = counts(plan("results/tables/bugliarello2020/table3.md"))
+    assert (rules["train"], rules["bugliarello2020_parents"], rules["bugliarello2020_significance"]) == (
+        2,
+        3,
+        1,
+    )
+    assert rules["bugliarello2020_table3"] == 1 and "bugliarello2020_table1" not in rules
+
+
+def test_figure2_plans_length_buckets_and_no_significance():
+    rules = counts(plan("results/figures/bugliarello2020/length_bugliarello2020_en-de_test.png"))
+    assert rules["bugliarello2020_length"] == 3 and rules["bugliarello2020_length_csv"] == 1
+    assert rules["figure"] == 1 and rules["train"] == 3
+    assert "bugliarello2020_significance" not in rules
+
+
+def test_the_default_dag_builds_every_registered_table_and_figure():
+    everything = {job["rule"]: job for job in plan()}
+    wanted = {
+        "results/tables/bugliarello2020/bugliarello2020.md",
+        "results/tables/bugliarello2020/table1.md",
+        "results/tables/bugliarello2020/table3.md",
+        "results/figures/bugliarello2020/length_bugliarello2020_en-de_test.png",
+    }
+    assert wanted <= set(everything["all"]["input"].split(", "))
+    study = plan("bugliarello2020")
+    (target,) = [job for job in study if job["rule"] == "bugliarello2020"]
+    assert set(target["input"].split(", ")) == wanted
+
+
+def test_the_sh_switch_adds_the_label_stream_and_a_table1_row(tmp_path):
+    """The documented switch in config.yaml: the S&H variant and its label stream."""
+    config = default_config_with({})
+    experiment = config["experiments"]["bugliarello2020"]
+    experiment["variants"]["sennrich_haddow"] = {"sennrich_haddow": {}}
+    experiment["inputs"]["sennrich_haddow"] = {"aux": ["dep_labels"], "aux_labels": {"dep_labels": 37}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    jobs = plan("--configfile", str(path), "--", "results/tables/bugliarello2020/table1.md")
+    rules = counts(jobs)
+    assert rules["train"] == 4 and rules["bugliarello2020_dep_labels"] == 3
+    (table,) = [job for job in jobs if job["rule"] == "bugliarello2020_table1"]
+    manifest = json.loads(shlex.split(table["shell"])[shlex.split(table["shell"]).index("--manifest") + 1])
+    assert [item["variant"] for item in manifest] == ["transformer", "pascal", "lisa", "sennrich_haddow"]
+
+
+def test_the_full_config_parses_with_stanza_from_the_configured_models():
+    jobs = plan(
+        "--configfile", "experiments/bugliarello2020.yaml", "--", "results/tables/bugliarello2020/table3.md"
+    )
+    parses = [job for job in jobs if job["rule"] == "bugliarello2020_parse"]
+    assert {job["output"] for job in parses} == {
+        f"data/nc11/en-de/parse/{split}.en.conllu" for split in ("train", "newstest2015")
+    }
+    assert all("--model-dir models/stanza" in job["shell"] for job in parses)
+    tables = counts(jobs)
+    assert tables["train"] == 10 and "bugliarello2020_table1" not in tables  # 9 PASCAL runs + Transformer
+
+
+def test_an_experiment_without_a_transformer_is_refused_at_start_up(tmp_path):
+    config = default_config_with({})
+    del config["experiments"]["bugliarello2020"]["variants"]["transformer"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = snakemake("-n", "--configfile", str(path))
+    assert result.returncode != 0
+    assert "experiments.bugliarello2020.variants: the PASCAL study compares against a Transformer" in (
+        result.stdout + result.stderr
+    )
+
+
+def test_an_ablation_list_must_name_experiments_of_the_study():
+    config = default_config_with({"studies": {"bugliarello2020": {"ablations": ["baseline"]}}})
+    with pytest.raises(
+        ConfigError, match=r"ablations: baseline is not an experiment of study bugliarello2020"
+    ):
+        check(config)
+    config["studies"]["bugliarello2020"]["ablations"] = ["bugliarello2020"]
+    check(config)
+    assert main_experiments(config) == [] and ablation_experiments(config) == ["bugliarello2020"]
+    assert [e["variant"] for e in entries(config, ablation_experiments(config), pascal_only=True)] == [
+        "pascal"
+    ]

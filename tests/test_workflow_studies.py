@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake, write_config
+from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.config import training_runs, with_defaults
 
@@ -53,8 +53,19 @@ def counts(jobs: list[dict[str, str]]) -> Counter:
     return Counter(job["rule"] for job in jobs)
 
 
+def baseline_and(overrides: dict) -> dict:
+    """The default config with only its baseline experiment plus ``overrides``' experiments: the
+    sharing tests count runs, which the studies' own experiments in config.yaml would add to."""
+    config = default_config_with(overrides)
+    keep = {"baseline", *overrides.get("experiments", {})}
+    config["experiments"] = {name: spec for name, spec in config["experiments"].items() if name in keep}
+    return config
+
+
 def with_overrides(tmp_path: Path, overrides: dict) -> str:
-    return str(write_config(tmp_path / "config.yaml", overrides))
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(baseline_and(overrides)), encoding="utf-8")
+    return str(path)
 
 
 # --- shared training runs ------------------------------------------------------------------------
@@ -70,7 +81,7 @@ def test_identical_runs_of_two_studies_train_once(tmp_path):
     assert tables == ["results/tables/baseline/baseline.md", "results/tables/emelin2019/emelin_toy.md"]
     (train,) = [job for job in jobs if job["rule"] == "train"]
     run_id = train["output"].split("/")[2]
-    resolved = with_defaults(default_config_with(SECOND_STUDY), SCHEMA)
+    resolved = with_defaults(baseline_and(SECOND_STUDY), SCHEMA)
     assert list(training_runs(resolved)) == [run_id]
     assert training_runs(resolved)[run_id].studies == ["baseline", "emelin2019"]
 
@@ -87,7 +98,7 @@ def test_identical_runs_of_two_studies_train_once(tmp_path):
     ],
 )
 def test_changing_one_setting_makes_another_run(tmp_path, change, trained, decoded):
-    overrides = default_config_with(SECOND_STUDY)
+    overrides = baseline_and(SECOND_STUDY)
     experiment = overrides["experiments"]["emelin_toy"]
     for key, value in change.items():
         experiment[key] = {**experiment[key], **value} if isinstance(value, dict) else value
@@ -258,7 +269,8 @@ def test_the_default_configs_training_fits_the_demo_budget():
 
 
 def test_the_budget_guard_catches_an_extra_run(tmp_path):
-    config = default_config_with({"experiments": {"baseline": {"variants": {"baseline": {}, "more": {}}}}})
+    config = baseline_and({})
+    config["experiments"]["baseline"]["variants"] = {"baseline": {}, "more": {}}
     config["experiments"]["baseline"]["train"]["batch_tokens"] = 4096
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
@@ -280,11 +292,11 @@ def test_a_registration_after_the_report_was_planned_is_refused(workflow_copy):
 
 
 INPUT_RULES = """
-rule teststudy_parents:
+rule teststudy_stream:
     input:
         "data/{corpus}/{pair}/bpe/{split}.en",
     output:
-        "data/{corpus}/{pair}/inputs/{split}.parents_x2",
+        "data/{corpus}/{pair}/inputs/{split}.teststream_x2",
     log:
         "logs/teststudy/{corpus}/{pair}/{split}.log",
     shell:
@@ -303,31 +315,31 @@ def test_a_variant_with_extra_inputs_trains_and_decodes_with_them(workflow_copy)
     config["experiments"]["withparents"] = {
         **baseline,
         "variants": {"baseline": {}, "pascal": {"pascal": {}}},
-        "inputs": {"pascal": {"aux": ["parents_x2"]}},
+        "inputs": {"pascal": {"aux": ["teststream_x2"]}},
     }
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     jobs = plan("results/tables/baseline/withparents.md", cwd=workflow_copy)
     trains = [job for job in jobs if job["rule"] == "train"]
     assert len(trains) == 2  # the baseline variant is the baseline experiment's run
-    (pascal,) = [job for job in trains if "parents_x2" in job["shell"]]
+    (pascal,) = [job for job in trains if "teststream_x2" in job["shell"]]
     settings = json.loads(
         shlex.split(pascal["shell"])[shlex.split(pascal["shell"]).index("--config-json") + 1]
     )
     folder = "data/toyworld/en-de/inputs"
-    assert settings["data"]["train_aux"] == {"parents_x2": f"{folder}/train.parents_x2"}
-    assert settings["data"]["valid_aux"] == {"parents_x2": f"{folder}/valid.parents_x2"}
-    made = {job["output"] for job in jobs if job["rule"] == "teststudy_parents"}
-    assert made == {f"{folder}/{split}.parents_x2" for split in ("train", "valid", "test")}
+    assert settings["data"]["train_aux"] == {"teststream_x2": f"{folder}/train.teststream_x2"}
+    assert settings["data"]["valid_aux"] == {"teststream_x2": f"{folder}/valid.teststream_x2"}
+    made = {job["output"] for job in jobs if job["rule"] == "teststudy_stream"}
+    assert made == {f"{folder}/{split}.teststream_x2" for split in ("train", "valid", "test")}
     translations = [job for job in jobs if job["rule"] == "translate"]
     with_aux = [job for job in translations if "--aux" in job["shell"]]
     assert len(translations) == 2 and len(with_aux) == 1
     words = shlex.split(with_aux[0]["shell"])
-    assert words[words.index("--aux") + 1] == f"parents_x2={folder}/test.parents_x2"
+    assert words[words.index("--aux") + 1] == f"teststream_x2={folder}/test.teststream_x2"
 
 
 def test_inputs_of_an_unknown_variant_stop_the_run_at_start_up(workflow_copy):
     config = yaml.safe_load((workflow_copy / "config.yaml").read_text(encoding="utf-8"))
-    config["experiments"]["baseline"]["inputs"] = {"pascl": {"aux": ["parents_x2"]}}
+    config["experiments"]["baseline"]["inputs"] = {"pascl": {"aux": ["teststream_x2"]}}
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     result = snakemake("-n", cwd=workflow_copy)
     assert result.returncode != 0

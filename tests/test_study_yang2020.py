@@ -21,7 +21,7 @@ from nmtvariants.cli import main
 from nmtvariants.config import with_defaults
 from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import InputError
-from nmtvariants.models import build_model, count_parameters, model_config
+from nmtvariants.models import build_model, model_config
 from nmtvariants.models.config import study_overrides
 from nmtvariants.studies.yang2020 import (
     SpeedSettings,
@@ -43,7 +43,9 @@ SCHEMA = REPO / "schemas" / "config.schema.yaml"
 TOY = "yang2020_toy"
 
 
-def system(variant: str, layout: str | None = None, depth: int = 2, experiment: str = "e", pair: str = "en-de"):
+def system(
+    variant: str, layout: str | None = None, depth: int = 2, experiment: str = "e", pair: str = "en-de"
+):
     return System(experiment, pair, variant, layout or variant, "tiny", depth, depth == 2)
 
 
@@ -207,8 +209,11 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
          "scores": str(score_file(tmp_path / "b.json", 27.5, 52.0))},
     ]  # fmt: skip
     out = tmp_path / "table1_layouts.md"
-    assert main(["yang2020-table", "--kind", "layouts", "--entries", json.dumps(entries), "--out", str(out)]) == 0
-    rows = list(csv.DictReader(open(out.with_suffix(".csv"), encoding="utf-8")))
+    assert (
+        main(["yang2020-table", "--kind", "layouts", "--entries", json.dumps(entries), "--out", str(out)])
+        == 0
+    )
+    rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
     assert [(r["layout"], float(r["BLEU"]), float(r["ΔBLEU"])) for r in rows] == [
         ("standard", 30.0, 0.0),
         ("sem_ifm", 27.5, -2.5),
@@ -228,7 +233,9 @@ def test_table_4_counts_the_checkpoints_parameters(tmp_path):
         path = tmp_path / f"{variant}.pt"
         torch.manual_seed(0)
         model = build_model(model_cfg, vocab_size)
-        torch.save({"model": model.state_dict(), "model_config": model_cfg.to_dict(), "vocab_size": vocab_size}, path)
+        torch.save(
+            {"model": model.state_dict(), "model_config": model_cfg.to_dict(), "vocab_size": vocab_size}, path
+        )
         log = write_log(tmp_path / f"{variant}.csv", [{"split": "train", "tokens": 100, "tok_per_s": 50}])
         speed = tmp_path / "speed.json"
         speed.write_text(json.dumps({"sentences_per_second": {"standard": 4.0, "simplified": 5.0}}))
@@ -242,7 +249,10 @@ def test_table_4_counts_the_checkpoints_parameters(tmp_path):
     frame = pd.read_csv(out.with_suffix(".csv"))
     d, f = cfg.d_model, cfg.d_ff
     removed_per_layer = (d * f + f) + (f * d + d) + 2 * d  # FFN (biased) + its LayerNorm
-    assert frame["parameters"].tolist()[0] - frame["parameters"].tolist()[1] == cfg.decoder_layers * removed_per_layer
+    assert (
+        frame["parameters"].tolist()[0] - frame["parameters"].tolist()[1]
+        == cfg.decoder_layers * removed_per_layer
+    )
     assert frame["decode sent/s ratio"].tolist() == [1.0, 1.25]
 
 
@@ -297,11 +307,15 @@ def test_figure_10_draws_both_decoders():
 
 def test_figures_4_to_7_name_layouts_and_depths(tmp_path):
     tables = []
-    for name, depth, values in (("standard", 2, [0.6, 0.4]), ("sem_ifm", 2, [0.7, 0.65]), ("standard", 1, [0.5])):
+    for name, depth, values in (
+        ("standard", 2, [0.6, 0.4]),
+        ("sem_ifm", 2, [0.7, 0.65]),
+        ("standard", 1, [0.5]),
+    ):
         path = tmp_path / f"{name}{depth}.csv"
-        pd.DataFrame(
-            {"layer": range(1, depth + 1), "aer": values, "coverage": [0.9] * depth}
-        ).to_csv(path, index=False)
+        pd.DataFrame({"layer": range(1, depth + 1), "aer": values, "coverage": [0.9] * depth}).to_csv(
+            path, index=False
+        )
         tables.append((system(name, depth=depth, experiment=f"e{depth}"), path))
     rows = aer_figure_rows("aer", tables)
     assert rows == [
@@ -411,7 +425,9 @@ def test_a_figure_target_plans_its_analysis_only():
     assert "yang2020_probes" not in rules and "evaluate" not in rules
 
 
-TABLES = [f"results/tables/yang2020/{name}.md" for name in ("table1_layouts", "table2_depth", "table4_simplified")]
+TABLES = [
+    f"results/tables/yang2020/{name}.md" for name in ("table1_layouts", "table2_depth", "table4_simplified")
+]
 FIGURES = [
     f"results/figures/yang2020/{name}.png"
     for name in (
@@ -431,7 +447,10 @@ def test_the_default_dag_builds_every_table_and_figure_of_the_study():
     drawn = {job["output"] for job in jobs if job["rule"] == "figure"}
     assert set(FIGURES) <= drawn
     (aer,) = [job for job in jobs if job["rule"] == "yang2020_layer_aer"][:1]
-    assert "--format pharaoh" in aer["shell"] and "results/yang2020/aer/toyworld/en-de/test.align" in aer["shell"]
+    assert (
+        "--format pharaoh" in aer["shell"]
+        and "results/yang2020/aer/toyworld/en-de/test.align" in aer["shell"]
+    )
     by_study = rules_of(plan("yang2020"))
     assert by_study["train"] == 3 and "yang2020_probes" in by_study
 

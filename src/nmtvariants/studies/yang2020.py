@@ -219,9 +219,7 @@ def simplified_table(
     frame["parameters"] = [parameters[s] for s in systems]
     frame["train tok/s"] = [train_speed[s] for s in systems]
     frame["decode sent/s"] = [decode_speed[s] for s in systems]
-    standard = {
-        (s.experiment, s.pair, s.decoder_layers): s for s in systems if s.layout == STANDARD
-    }
+    standard = {(s.experiment, s.pair, s.decoder_layers): s for s in systems if s.layout == STANDARD}
     for column, values in (
         ("parameters", parameters),
         ("train tok/s", train_speed),
@@ -251,7 +249,9 @@ def read_probe_csv(path: PathLike) -> pd.DataFrame:
         raise InputError(f"{path}: no such probe CSV; run reconstruction-probes first") from None
     missing = {"target_side", "layer", "module", "perplexity"} - set(frame.columns)
     if missing:
-        raise InputError(f"{path}: columns {', '.join(sorted(missing))} missing; re-run reconstruction-probes")
+        raise InputError(
+            f"{path}: columns {', '.join(sorted(missing))} missing; re-run reconstruction-probes"
+        )
     return frame
 
 
@@ -400,4 +400,6 @@ def read_decode_speed(path: PathLike, variant: str) -> float:
     except FileNotFoundError:
         raise InputError(f"{path}: no decoding-speed record; run the yang2020_decode_speed rule") from None
     except (KeyError, TypeError, ValueError, json.JSONDecodeError):
-        raise InputError(f"{path}: no sentences_per_second for {variant!r}; re-run yang2020_decode_speed") from None
+        raise InputError(
+            f"{path}: no sentences_per_second for {variant!r}; re-run yang2020_decode_speed"
+        ) from None

@@ -40,7 +40,9 @@ TABLES = {
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    tb = subparsers.add_parser("yang2020-table", help="Yang et al. 2020: Table 1, 2 or 4 (md, csv, provenance)")
+    tb = subparsers.add_parser(
+        "yang2020-table", help="Yang et al. 2020: Table 1, 2 or 4 (md, csv, provenance)"
+    )
     tb.add_argument("--kind", choices=tuple(TABLES), required=True)
     tb.add_argument(
         "--entries",

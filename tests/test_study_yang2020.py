@@ -30,7 +30,7 @@ from nmtvariants.studies.yang2020 import (
     bleu_table,
     decode_speed,
     depth_systems,
-    hyphen_free_lines,
+    hyphen_word_ids,
     layout_systems,
     probe_figure_rows,
     simplified_pairs,
@@ -331,33 +331,111 @@ def test_figures_4_to_7_name_layouts_and_depths(tmp_path):
 # --- the gold-aligned test set -------------------------------------------------------------------
 
 
-def test_pairs_with_a_hyphen_split_leave_the_gold_aligned_set():
-    src = ["the dark @-@ blue ball", "a red ball", "the dar@@ k @@@ -@@ @ blue cube", "one"]
-    tgt = ["der dunkelblaue Ball", "ein roter Ball", "der Würfel", "Au @-@ dessus"]
-    gold = ["0-0 1-1", "0-0", "0-0", "0-0"]
-    assert hyphen_free_lines(src, tgt, gold) == ([1], [0, 2, 3])
-    with pytest.raises(InputError, match="3 gold lines"):
-        hyphen_free_lines(src, tgt, gold[:3])
+def pieces_of(words: list[str]) -> tuple[list[str], list[int]]:
+    """Gold-tokenised words -> (pieces, word of each piece), built forwards: hyphens split the Moses
+    way (``a-b`` -> ``a @-@ b``), then every token cut into one-character BPE pieces."""
+    pieces, owners = [], []
+    for index, word in enumerate(words):
+        tokens = []
+        for number, part in enumerate(word.split("-")):
+            tokens += ([HYPHEN_MARK] if number else []) + [part]
+        for token in tokens:
+            chars = [token] if token == HYPHEN_MARK else list(token)
+            pieces += [c + "@@" for c in chars[:-1]] + [chars[-1]]
+            owners += [index] * len(chars)
+    return pieces, owners
 
 
-def test_the_aer_set_command_keeps_lines_in_step(tmp_path):
-    files = {
-        "src": ["a dark @-@ blue ball", "a red ball", "the cube"],
-        "tgt": ["ein dunkelblauer Ball", "ein roter Ball", "der Würfel"],
-        "gold": ["0-0 1-1 3-2", "0-0 1-1 2-2", "0-0 1-1"],
-    }
-    for name, lines in files.items():
+HYPHEN_MARK = "@-@"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["the", "dark-blue", "ball"],
+        ["Tom", "trifft", "die", "Stein-Münze", "."],
+        ["a", "b-c-d", "e-f"],
+        ["no", "hyphen", "here"],
+    ],
+)
+def test_word_ids_glue_hyphen_splits_back_into_the_golds_words(words):
+    pieces, owners = pieces_of(words)
+    assert hyphen_word_ids(pieces) == owners
+
+
+def test_word_ids_of_a_segmented_marker_and_of_a_line_starting_with_one():
+    assert hyphen_word_ids(["the", "dar@@", "k", "@@@", "-@@", "@", "blue", "cube"]) == [
+        0,
+        1,
+        1,
+        1,
+        1,
+        1,
+        1,
+        2,
+    ]
+    assert hyphen_word_ids(["@-@", "x"]) == [0, 0]  # a marker glues what follows it
+
+
+def save_model(path: Path, layout: str, vocab_size: int, seed: int) -> Path:
+    cfg = model_config("tiny", study_overrides("yang2020", "tiny"), {"decoder_layout": layout})
+    torch.manual_seed(seed)
+    model = build_model(cfg, vocab_size)
+    torch.save({"model": model.state_dict(), "model_config": cfg.to_dict(), "vocab_size": vocab_size}, path)
+    return path
+
+
+def aer_files(
+    tmp_path: Path, src: list[str], tgt: list[str], gold: list[str]
+) -> tuple[Path, Path, Path, Path]:
+    paths = []
+    for name, lines in (("src", src), ("tgt", tgt), ("gold", gold)):
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    outs = [str(tmp_path / f"out.{name}") for name in files]
-    main(
-        ["yang2020-aer-set", "--src", str(tmp_path / "src"), "--tgt", str(tmp_path / "tgt"),
-         "--gold", str(tmp_path / "gold"), "--out-src", outs[0], "--out-tgt", outs[1],
-         "--out-gold", outs[2], "--report", str(tmp_path / "report.json")]
-    )  # fmt: skip
-    for name, out in zip(files, outs, strict=True):
-        assert Path(out).read_text(encoding="utf-8").splitlines() == files[name][1:]
-    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
-    assert (report["kept"], report["dropped_lines"]) == (2, [1])
+        paths.append(tmp_path / name)
+    vocab = Vocabulary.build([*src, *tgt])
+    vocab.save(tmp_path / "vocab.txt")
+    return (*paths, tmp_path / "vocab.txt")  # type: ignore[return-value]
+
+
+def test_without_hyphens_the_study_command_equals_layer_aer(tmp_path):
+    src, tgt, gold, vocab = aer_files(
+        tmp_path,
+        ["the red b@@ all is here", "a cu@@ be", "Tom sees the st@@ one coin ."],
+        ["der rote Ba@@ ll ist hier", "ein Wür@@ fel", "Tom sieht die St@@ ein@@ münze ."],
+        ["0-0 1-1 2-2 3-3 4-4", "0-0 1-1", "0-0 1-1 2-2 3-3 4-3 5-4"],
+    )
+    checkpoint = save_model(tmp_path / "m.pt", "standard", len(Vocabulary.load(vocab)), seed=3)
+    common = ["--checkpoint", str(checkpoint), "--vocab", str(vocab), "--src", str(src), "--tgt", str(tgt)]
+    common += ["--gold", str(gold)]
+    main(["layer-aer", *common, "--output", str(tmp_path / "library.csv")])
+    main(["yang2020-layer-aer", *common, "--output", str(tmp_path / "study.csv")])
+    library = (tmp_path / "library.csv").read_text(encoding="utf-8")
+    assert (tmp_path / "study.csv").read_text(encoding="utf-8") == library
+    assert len(library.splitlines()) == 1 + 2  # a row per decoder layer
+
+
+def test_with_hyphens_the_gold_links_are_read_against_the_glued_words(tmp_path):
+    """``Metall @-@ Stern`` is one gold word: the target has 7 words, not the 9 tokens layer-aer's
+    own sub-word map would count, so each layer aligns 7 target words (one link each), and a gold
+    link to an 8th target word is out of range."""
+    src, tgt, gold, vocab = aer_files(
+        tmp_path,
+        ["the bottle is below the star ."],
+        ["die Fla@@ sche ist unter dem Metall @-@ Stern ."],
+        ["0-0 1-1 2-2 3-3 4-4 5-5 6-6"],
+    )
+    checkpoint = save_model(tmp_path / "m.pt", "simplified", len(Vocabulary.load(vocab)), seed=4)
+    out = tmp_path / "study.csv"
+    main(["yang2020-layer-aer", "--checkpoint", str(checkpoint), "--vocab", str(vocab), "--src", str(src),
+          "--tgt", str(tgt), "--gold", str(gold), "--output", str(out)])  # fmt: skip
+    rows = pd.read_csv(out).to_dict("records")
+    assert [row["n_hyp_links"] for row in rows] == [7, 7]  # one source word per target word: 7, not 9
+    assert all(row["n_source_words"] == 7 for row in rows)
+    (tmp_path / "gold").write_text("0-0 1-1 2-2 3-3 4-4 5-5 6-7\n", encoding="utf-8")
+    with pytest.raises(InputError, match="gold"):
+        from nmtvariants.studies.yang2020 import gold_aligned_set
+
+        gold_aligned_set(src, tgt, tmp_path / "gold")
 
 
 # --- decoding speed ------------------------------------------------------------------------------
@@ -397,7 +475,7 @@ def rules_of(jobs: list[dict[str, str]]) -> dict[str, int]:
     return counts
 
 
-STUDY_RULES = {"yang2020_probes", "yang2020_layer_aer", "yang2020_aer_set", "yang2020_decode_speed"}
+STUDY_RULES = {"yang2020_probes", "yang2020_layer_aer", "yang2020_decode_speed"}
 
 
 @pytest.mark.parametrize(
@@ -421,7 +499,7 @@ def test_a_figure_target_plans_its_analysis_only():
     assert rules["yang2020_probes"] == 2 and rules["train"] == 2  # standard and simplified
     assert not {"yang2020_layer_aer", "evaluate", "yang2020_table"} & set(rules)
     rules = rules_of(plan("results/figures/yang2020/figs4_7_coverage.png"))
-    assert rules["yang2020_layer_aer"] == 3 and rules["yang2020_aer_set"] == 1
+    assert rules["yang2020_layer_aer"] == 3
     assert "yang2020_probes" not in rules and "evaluate" not in rules
 
 
@@ -447,10 +525,7 @@ def test_the_default_dag_builds_every_table_and_figure_of_the_study():
     drawn = {job["output"] for job in jobs if job["rule"] == "figure"}
     assert set(FIGURES) <= drawn
     (aer,) = [job for job in jobs if job["rule"] == "yang2020_layer_aer"][:1]
-    assert (
-        "--format pharaoh" in aer["shell"]
-        and "results/yang2020/aer/toyworld/en-de/test.align" in aer["shell"]
-    )
+    assert "--gold data/toyworld/raw/test.en-de.align" in aer["shell"]
     by_study = rules_of(plan("yang2020"))
     assert by_study["train"] == 3 and "yang2020_probes" in by_study
 

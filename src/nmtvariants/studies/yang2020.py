@@ -17,8 +17,8 @@ unless ``model.decoder_layers`` overrides it). From those:
 * Figure 3 (TEM, SEM, IFM and the encoder output of the standard decoder), Figure 8 (IFM's
   operations Add-NormI, FF, Add-Norm) and Figure 10 (simplified against standard): reconstruction
   perplexity per layer from the ``reconstruction-probes`` CSVs, one figure per side reconstructed;
-* Figures 4-7: AER and cumulative coverage per layer from the ``layer-aer`` CSVs, one line per
-  layout and depth.
+* Figures 4-7: AER and cumulative coverage per layer (``layer-aer``'s computation, with words glued
+  across Moses' hyphen splits: :func:`gold_aligned_set`), one line per layout and depth.
 """
 
 from __future__ import annotations
@@ -314,6 +314,28 @@ def write_rows(path: PathLike, rows: Sequence[dict[str, Any]]) -> None:
 # --- the gold-aligned test set ------------------------------------------------------------------
 
 
+def hyphen_word_ids(pieces: Sequence[str], separator: str = "@@") -> list[int]:
+    """Word index of each BPE piece of a line tokenised with Moses' aggressive hyphen splitting:
+    the BPE pieces of a token are joined (``dar@@ k`` -> ``dark``), then tokens around the marker
+    ``@-@`` are glued (``dark @-@ blue`` is one word), because gold annotations index the words
+    before hyphen splitting (``Metall @-@ Stern`` -> [0, 0, 0]). A line without ``@-@`` gets the
+    plain sub-word map of ``layer-aer``."""
+    tokens = joined_tokens(pieces, separator)
+    token_of_piece, token = [], 0
+    for piece in pieces:
+        token_of_piece.append(token)
+        if not piece.endswith(separator):
+            token += 1
+    word_of_token, word, glue = [], -1, False
+    for index, text in enumerate(tokens):
+        marker = text == HYPHEN
+        if not (glue or (marker and index > 0)):
+            word += 1
+        word_of_token.append(word)
+        glue = marker
+    return [word_of_token[t] for t in token_of_piece]
+
+
 def joined_tokens(pieces: Sequence[str], separator: str = "@@") -> list[str]:
     """The tokens behind BPE pieces (``dar@@ k`` -> ``dark``)."""
     tokens, current = [], ""
@@ -326,21 +348,27 @@ def joined_tokens(pieces: Sequence[str], separator: str = "@@") -> list[str]:
     return tokens + ([current] if current else [])
 
 
-def hyphen_free_lines(
-    src: Sequence[str], tgt: Sequence[str], gold: Sequence[str], separator: str = "@@"
-) -> tuple[list[int], list[int]]:
-    """(kept, dropped) 0-based line numbers: a pair is dropped when either side holds Moses'
-    hyphen marker ``@-@`` (``tokenizer.perl -a``), because the gold indexes the words before
-    hyphen splitting and ``layer-aer`` counts the split pieces as words."""
-    if not len(src) == len(tgt) == len(gold):
-        raise InputError(
-            f"the gold-aligned test set has {len(src)} source, {len(tgt)} target and {len(gold)} gold lines"
-        )
-    kept, dropped = [], []
-    for number, (s, t) in enumerate(zip(src, tgt, strict=True)):
-        split = any(HYPHEN in joined_tokens(line.split(), separator) for line in (s, t))
-        (dropped if split else kept).append(number)
-    return kept, dropped
+def gold_aligned_set(src: PathLike, tgt: PathLike, gold: PathLike, fmt: str = "pharaoh") -> Any:
+    """``layer-aer``'s test set with words glued across hyphen splits (:func:`hyphen_word_ids`);
+    every gold link must fall inside its sentence's words (InputError naming the line otherwise)."""
+    from nmtvariants.corpora.alignments import read_alignments
+    from nmtvariants.evaluation.layer_alignment import AlignmentTestSet
+    from nmtvariants.fileio import read_lines
+
+    sides = []
+    for path in (src, tgt):
+        tokens = []
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.split():
+                raise InputError(f"{path}:{number}: empty line; every gold-aligned sentence needs its words")
+            tokens.append(line.split())
+        sides.append((tokens, [hyphen_word_ids(t) for t in tokens]))
+    (src_tokens, src_ids), (tgt_tokens, tgt_ids) = sides
+    if len(src_tokens) != len(tgt_tokens):
+        raise InputError(f"{src}: {len(src_tokens)} lines but {tgt} has {len(tgt_tokens)}")
+    lengths = ([ids[-1] + 1 for ids in src_ids], [ids[-1] + 1 for ids in tgt_ids])
+    links = read_alignments(gold, fmt, lengths=lengths)
+    return AlignmentTestSet(src_tokens, tgt_tokens, src_ids, tgt_ids, links)
 
 
 # --- decoding speed ------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Yang et al. (2020)'s commands for ``rules/studies/yang2020.smk``: the tables, the figures' CSVs,
-the decoding-speed measurement and the gold-aligned test set that ``layer-aer`` can score.
+the decoding-speed measurement, and ``layer-aer`` on text tokenised with Moses' hyphen splitting.
 
 The rule passes what each table or figure is built from as one JSON list (``--entries``): every item
 names its system (:class:`nmtvariants.studies.yang2020.System`'s fields) and its files, so that the
@@ -79,17 +79,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     sp.set_defaults(func=run_decode_speed)
 
     al = subparsers.add_parser(
-        "yang2020-aer-set",
-        help="the gold-aligned test pairs whose words the gold indexes (no Moses @-@ hyphen split)",
+        "yang2020-layer-aer",
+        help="layer-aer with words glued across Moses' @-@ hyphen splits (gold over unsplit words)",
     )
-    al.add_argument("--src", required=True, help="BPE'd source")
-    al.add_argument("--tgt", required=True, help="BPE'd target")
-    al.add_argument("--gold", required=True, help="gold links, one line per pair")
-    al.add_argument("--out-src", required=True)
-    al.add_argument("--out-tgt", required=True)
-    al.add_argument("--out-gold", required=True)
-    al.add_argument("--report", required=True, help="JSON: kept and dropped line numbers (1-based)")
-    al.set_defaults(func=run_aer_set)
+    al.add_argument("--checkpoint", required=True)
+    al.add_argument("--vocab", required=True)
+    al.add_argument("--src", required=True, help="BPE'd source, one gold sentence per line")
+    al.add_argument("--tgt", required=True, help="BPE'd target (teacher forcing)")
+    al.add_argument("--gold", required=True, help="gold links, Pharaoh i-j sure / i?j possible, 0-based")
+    al.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
+    al.add_argument("--device", default="cpu")
+    al.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    al.add_argument("--output", required=True, help="CSV, one row per decoder layer (layer-aer's columns)")
+    al.set_defaults(func=run_layer_aer)
 
 
 def _entries(text: str) -> list[dict[str, Any]]:
@@ -193,25 +195,24 @@ def run_decode_speed(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_aer_set(args: argparse.Namespace) -> int:
-    from nmtvariants.evaluation.results import write_json
-    from nmtvariants.fileio import read_lines, write_lines
-    from nmtvariants.studies.yang2020 import hyphen_free_lines
+def run_layer_aer(args: argparse.Namespace) -> int:
+    import torch
 
-    src, tgt, gold = (list(read_lines(path)) for path in (args.src, args.tgt, args.gold))
-    kept, dropped = hyphen_free_lines(src, tgt, gold)
-    if not kept:
-        raise InputError(f"{args.src}: every line has a hyphen split (@-@); no pair left to score")
-    for lines, out in ((src, args.out_src), (tgt, args.out_tgt), (gold, args.out_gold)):
-        write_lines(out, [lines[i] for i in kept])
-    write_json(
-        args.report,
-        {
-            "source": args.src,
-            "kept": len(kept),
-            "dropped_lines": [i + 1 for i in dropped],
-            "reason": "a side holds Moses' @-@ hyphen split; the gold indexes the unsplit words",
-        },
-    )
-    print(f"{len(kept)} pairs kept, {len(dropped)} dropped (hyphen splits)")
+    from nmtvariants.data.vocab import Vocabulary
+    from nmtvariants.evaluation.layer_alignment import layer_aer, write_layer_csv
+    from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.models import load_model
+    from nmtvariants.studies.yang2020 import gold_aligned_set
+
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be positive, got {args.batch_size}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    test_set = gold_aligned_set(args.src, args.tgt, args.gold)
+    model = load_model(args.checkpoint, map_location=args.device)
+    vocab = Vocabulary.load(args.vocab)
+    check_vocabulary(model, vocab, args.vocab)
+    rows = layer_aer(model, vocab, test_set, args.batch_size, args.device)
+    write_layer_csv(args.output, rows)
+    print(" ".join(f"L{row['layer']}: aer={row['aer']:.3f} cc={row['coverage']:.3f}" for row in rows))
     return 0

@@ -108,10 +108,17 @@ class Yang2020Workflow:
     def speed_sentences(self, system: System) -> int:
         return SPEED_SENTENCES.get(system.size, SPEED_SENTENCES["default"])
 
-    def aer_set(self, system: System) -> dict[str, str]:
-        """The gold-aligned pairs layer-aer scores: the first test set, hyphen-split pairs dropped."""
-        base = f"results/yang2020/aer/{self.corpus(system)}/{system.pair}/{self.testsets(system)[0]}"
-        return {side: f"{base}.{side}" for side in ("src", "tgt", "align")}
+    def aer_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
+        """The model, the first test set's BPE'd pairs and their gold links."""
+        system = self.system(experiment, pair, variant)
+        test = self.testsets(system)[0]
+        return {
+            "checkpoint": self.checkpoint(system),
+            "vocab": self.vocab(system),
+            "src": self.bpe(system, test, "src"),
+            "tgt": self.bpe(system, test, "tgt"),
+            "gold": GOLD[self.corpus(system)].format(testset=test, pair=pair),
+        }
 
     def probe_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
         """The model, and the training pairs the probes learn from and the test pairs they report on."""

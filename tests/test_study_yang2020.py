@@ -526,6 +526,8 @@ def test_the_default_dag_builds_every_table_and_figure_of_the_study():
     assert set(FIGURES) <= drawn
     (aer,) = [job for job in jobs if job["rule"] == "yang2020_layer_aer"][:1]
     assert "--gold data/toyworld/raw/test.en-de.align" in aer["shell"]
+    (probes,) = [job for job in jobs if job["rule"] == "yang2020_probes"][:1]
+    assert "--max-sentences=300" in probes["shell"] and "--max-epochs=3" in probes["shell"]  # capped
     by_study = rules_of(plan("yang2020"))
     assert by_study["train"] == 3 and "yang2020_probes" in by_study
 

@@ -4,9 +4,9 @@
 #
 #   reconstruction-probes  per standard/simplified system: a probe per decoder layer and module,
 #                          trained on the first training sentences, perplexity on the test set
-#   layer-aer              per system, on a corpus with gold alignments (toyworld): AER and
+#   yang2020-layer-aer     per system, on a corpus with gold alignments (toyworld): AER and
 #                          cumulative coverage of each layer's SEM attention
-#   yang2020-decode-speed  per (experiment, pair) with a simplified decoder: both decoders timed in one job
+#   yang2020-decode-speed  per (experiment, pair) with a simplified decoder: both timed in one job
 #
 # Gold alignments: toyworld's raw/{split}.en-{tgt}.align (0-based Pharaoh `i-j`, sure links only,
 # source first) index the Moses tokens *before* hyphen splitting, while the corpus is tokenised with
@@ -24,9 +24,8 @@ from nmtvariants.studies.yang2020_workflow import (
     Yang2020Workflow,
 )
 
-YANG = Yang2020Workflow(
-    config
-)  # the study's systems and every path the rules below use
+# the study's systems and every path the rules below use
+YANG = Yang2020Workflow(config)
 
 for _name in YANG.tables:
     register_table("yang2020", f"results/tables/yang2020/{_name}.md")
@@ -39,7 +38,7 @@ if any(s.layout == "standard" for s in YANG.probed):
                 "layers",
                 y="perplexity",
                 group="series",
-                title=f"{_title}: {_side} reconstruction",
+                title=f"{_title} ({_side})",
                 ylabel=f"{_side} perplexity",
             )
 if YANG.aligned:
@@ -50,7 +49,7 @@ if YANG.aligned:
             "layers",
             y=_metric,
             group="series",
-            title=f"Figures 4-7: {_label} of each layer's SEM alignment",
+            title=f"Figs. 4-7: {_label} of the SEM alignment",
             ylabel=_label,
         )
 

@@ -33,9 +33,9 @@ PROBES = {
 }
 SPEED_SENTENCES = {"tiny": 100, "default": 1000}  # test sentences timed per decoder
 PROBE_FIGURES = {
-    "fig3": "Figure 3: reconstruction perplexity per decoder layer and module (standard decoder)",
-    "fig8": "Figure 8: IFM's operations (standard decoder)",
-    "fig10": "Figure 10: simplified against standard decoder",
+    "fig3": "Fig. 3: standard decoder's modules",
+    "fig8": "Fig. 8: IFM's operations",
+    "fig10": "Fig. 10: simplified vs standard decoder",
 }
 TABLE_KINDS = {"table1_layouts": "layouts", "table2_depth": "depth", "table4_simplified": "simplified"}
 

@@ -67,16 +67,19 @@ rule yang2020_probes:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
     params:
         caps=lambda wc: YANG.probe_options(
             YANG.system(wc.experiment, wc.pair, wc.variant)
         ),
         device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
     shell:
-        "nmtvariants reconstruction-probes --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
-        " --source {input.source:q} --target {input.target:q} --test-source {input.test_source:q}"
-        " --test-target {input.test_target:q} {params.caps:q} --label {wildcards.variant:q}"
-        " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        launch(
+            "reconstruction-probes --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
+            " --source {input.source:q} --target {input.target:q} --test-source {input.test_source:q}"
+            " --test-target {input.test_target:q} {params.caps:q} --label {wildcards.variant:q}"
+            " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        )
 
 
 rule yang2020_layer_aer:
@@ -92,12 +95,15 @@ rule yang2020_layer_aer:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
     params:
         device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
     shell:
-        "nmtvariants yang2020-layer-aer --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
-        " --src {input.src:q} --tgt {input.tgt:q} --gold {input.gold:q}"
-        " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        launch(
+            "yang2020-layer-aer --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
+            " --src {input.src:q} --tgt {input.tgt:q} --gold {input.gold:q}"
+            " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        )
 
 
 rule yang2020_decode_speed:
@@ -113,6 +119,7 @@ rule yang2020_decode_speed:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=lambda wc: YANG.gpus(YANG.speed_pair(wc.experiment, wc.pair)[0]),
     params:
         checkpoints=lambda wc, input: [
             "--checkpoint",
@@ -137,10 +144,12 @@ rule yang2020_decode_speed:
         ),
         device=lambda wc: YANG.device(YANG.speed_pair(wc.experiment, wc.pair)[0]),
     shell:
-        "nmtvariants yang2020-decode-speed {params.checkpoints:q} --vocab {input.vocab:q}"
-        " --input {input.source:q} --max-sentences {params.sentences:q} --beam {params.beam:q}"
-        " --alpha {params.alpha:q} --max-len-a {params.max_len_a:q} --max-len-b {params.max_len_b:q}"
-        " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        launch(
+            "yang2020-decode-speed {params.checkpoints:q} --vocab {input.vocab:q}"
+            " --input {input.source:q} --max-sentences {params.sentences:q} --beam {params.beam:q}"
+            " --alpha {params.alpha:q} --max-len-a {params.max_len_a:q} --max-len-b {params.max_len_b:q}"
+            " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        )
 
 
 rule yang2020_table:

@@ -98,6 +98,10 @@ class Yang2020Workflow:
     def device(self, system: System) -> str:
         return "cuda" if self.experiments[system.experiment]["resources"]["gpus"] > 0 else "cpu"
 
+    def gpus(self, system: System) -> int:
+        """One GPU for an analysis job of a model trained on GPUs (never torchrun: one process)."""
+        return 1 if self.experiments[system.experiment]["resources"]["gpus"] > 0 else 0
+
     def folder(self, system: System) -> str:
         return f"results/yang2020/{system.experiment}/{system.pair}/{system.variant}"
 

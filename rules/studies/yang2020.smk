@@ -1,0 +1,224 @@
+# Yang et al. (2020), the decoder's sub-layers: Tables 1, 2 and 4 and Figures 3, 4-7, 8 and 10 from
+# the shared training runs of every experiment with `study: yang2020` (src/nmtvariants/studies/
+# yang2020.py says what each table and figure holds).
+#
+#   reconstruction-probes  per standard/simplified system: a probe per decoder layer and module,
+#                          trained on the first training sentences, perplexity on the test set
+#   yang2020-layer-aer     per system, on a corpus with gold alignments (toyworld): AER and
+#                          cumulative coverage of each layer's SEM attention
+#   yang2020-decode-speed  per (experiment, pair) with a simplified decoder: both timed in one job
+#
+# Gold alignments: toyworld's raw/{split}.en-{tgt}.align (0-based Pharaoh `i-j`, sure links only,
+# source first) index the Moses tokens *before* hyphen splitting, while the corpus is tokenised with
+# `aggressive_hyphen` (dark-blue -> dark @-@ blue; German material compounds Metall @-@ Stern: about
+# a quarter of toyworld's test pairs), and `layer-aer` counts every BPE-joined token as a word. So
+# the study's `yang2020-layer-aer` runs layer-aer's computation with words glued across `@-@`
+# (every gold link is checked against those word counts). Corpora without a gold set (GOLD in
+# nmtvariants.studies.yang2020_workflow) get no AER figures (WMT: the RWTH DE-EN gold is
+# licence-gated; see experiments/yang2020.yaml).
+import json
+
+from nmtvariants.studies.yang2020_workflow import (
+    PROBE_FIGURES,
+    TABLE_KINDS,
+    Yang2020Workflow,
+)
+
+# the study's systems and every path the rules below use
+YANG = Yang2020Workflow(config)
+
+for _name in YANG.tables:
+    register_table("yang2020", f"results/tables/yang2020/{_name}.md")
+if any(s.layout == "standard" for s in YANG.probed):
+    for _figure, _title in PROBE_FIGURES.items():
+        for _side in ("source", "target"):
+            register_figure(
+                "yang2020",
+                f"results/figures/yang2020/{_figure}_{_side}.png",
+                "layers",
+                y="perplexity",
+                group="series",
+                title=f"{_title} ({_side})",
+                ylabel=f"{_side} perplexity",
+            )
+if YANG.aligned:
+    for _metric, _label in (("aer", "AER"), ("coverage", "cumulative coverage")):
+        register_figure(
+            "yang2020",
+            f"results/figures/yang2020/figs4_7_{_metric}.png",
+            "layers",
+            y=_metric,
+            group="series",
+            title=f"Figs. 4-7: {_label} of the SEM alignment",
+            ylabel=_label,
+        )
+
+
+rule yang2020_probes:
+    input:
+        unpack(lambda wc: YANG.probe_inputs(wc.experiment, wc.pair, wc.variant)),
+    output:
+        "results/yang2020/{experiment}/{pair}/{variant}/probes.csv",
+    log:
+        "logs/yang2020/{experiment}/{pair}/{variant}/probes.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
+    params:
+        caps=lambda wc: YANG.probe_options(
+            YANG.system(wc.experiment, wc.pair, wc.variant)
+        ),
+        device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
+    shell:
+        launch(
+            "reconstruction-probes --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
+            " --source {input.source:q} --target {input.target:q} --test-source {input.test_source:q}"
+            " --test-target {input.test_target:q} {params.caps:q} --label {wildcards.variant:q}"
+            " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        )
+
+
+rule yang2020_layer_aer:
+    input:
+        unpack(lambda wc: YANG.aer_inputs(wc.experiment, wc.pair, wc.variant)),
+    output:
+        "results/yang2020/{experiment}/{pair}/{variant}/layer_aer.csv",
+    log:
+        "logs/yang2020/{experiment}/{pair}/{variant}/layer_aer.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
+    params:
+        device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
+    shell:
+        launch(
+            "yang2020-layer-aer --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
+            " --src {input.src:q} --tgt {input.tgt:q} --gold {input.gold:q}"
+            " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        )
+
+
+rule yang2020_decode_speed:
+    input:
+        unpack(lambda wc: YANG.speed_inputs(wc.experiment, wc.pair)),
+    output:
+        "results/yang2020/{experiment}/{pair}/decode_speed.json",
+    log:
+        "logs/yang2020/{experiment}/{pair}/decode_speed.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=lambda wc: YANG.gpus(YANG.speed_pair(wc.experiment, wc.pair)[0]),
+    params:
+        checkpoints=lambda wc, input: [
+            "--checkpoint",
+            f"standard={input.standard}",
+            "--checkpoint",
+            f"simplified={input.simplified}",
+        ],
+        sentences=lambda wc: YANG.speed_sentences(
+            YANG.speed_pair(wc.experiment, wc.pair)[0]
+        ),
+        beam=lambda wc: YANG.evaluate(
+            YANG.speed_pair(wc.experiment, wc.pair)[0], "beam"
+        ),
+        alpha=lambda wc: YANG.evaluate(
+            YANG.speed_pair(wc.experiment, wc.pair)[0], "alpha"
+        ),
+        max_len_a=lambda wc: YANG.evaluate(
+            YANG.speed_pair(wc.experiment, wc.pair)[0], "max_len_a"
+        ),
+        max_len_b=lambda wc: YANG.evaluate(
+            YANG.speed_pair(wc.experiment, wc.pair)[0], "max_len_b"
+        ),
+        device=lambda wc: YANG.device(YANG.speed_pair(wc.experiment, wc.pair)[0]),
+    shell:
+        launch(
+            "yang2020-decode-speed {params.checkpoints:q} --vocab {input.vocab:q}"
+            " --input {input.source:q} --max-sentences {params.sentences:q} --beam {params.beam:q}"
+            " --alpha {params.alpha:q} --max-len-a {params.max_len_a:q} --max-len-b {params.max_len_b:q}"
+            " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
+        )
+
+
+rule yang2020_table:
+    input:
+        lambda wc: YANG.table_inputs(wc.table),
+    output:
+        md="results/tables/yang2020/{table}.md",
+        csv="results/tables/yang2020/{table}.csv",
+        provenance="results/tables/yang2020/{table}.provenance.json",
+    log:
+        "logs/tables/yang2020/{table}.log",
+    wildcard_constraints:
+        table="|".join(YANG.tables) or "(?!)",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        kind=lambda wc: TABLE_KINDS[wc.table],
+        entries=lambda wc: json.dumps(YANG.tables[wc.table]),
+    shell:
+        "nmtvariants yang2020-table --kind {params.kind:q} --entries {params.entries:q}"
+        " --out {output.md:q} > {log:q} 2>&1"
+
+
+rule yang2020_probe_figures:
+    input:
+        [f"{YANG.folder(s)}/probes.csv" for s in YANG.probed],
+    output:
+        [
+            f"results/figures/yang2020/{figure}_{side}.csv"
+            for figure in PROBE_FIGURES
+            for side in ("source", "target")
+        ],
+    log:
+        "logs/yang2020/probe_figures.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        entries=json.dumps(YANG.figure_entries(YANG.probed, "probes.csv")),
+    shell:
+        "nmtvariants yang2020-figure-data --kind probes --entries {params.entries:q}"
+        " --outdir results/figures/yang2020 > {log:q} 2>&1"
+
+
+rule yang2020_aer_figures:
+    input:
+        [f"{YANG.folder(s)}/layer_aer.csv" for s in YANG.aligned],
+    output:
+        [
+            f"results/figures/yang2020/figs4_7_{metric}.csv"
+            for metric in ("aer", "coverage")
+        ],
+    log:
+        "logs/yang2020/aer_figures.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        entries=json.dumps(YANG.figure_entries(YANG.aligned, "layer_aer.csv")),
+    shell:
+        "nmtvariants yang2020-figure-data --kind aer --entries {params.entries:q}"
+        " --outdir results/figures/yang2020 > {log:q} 2>&1"

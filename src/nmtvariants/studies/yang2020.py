@@ -1,0 +1,433 @@
+"""Yang et al. (2020), *On the sub-layer functionalities of Transformer decoder*: the study's tables
+and the long CSVs its figures are drawn from, built from the workflow's result files.
+
+The study's systems are the (experiment, pair, variant) triples of every experiment with
+``study: yang2020``; each is described by its decoder layout (``variant.decoder_layout``, named as in
+:data:`nmtvariants.models.variants.LAYOUT_NAMES`), its size preset and its decoder depth (the preset's
+unless ``model.decoder_layers`` overrides it). From those:
+
+* Table 1: BLEU of every layout at the preset's depth;
+* Table 2: BLEU of the standard decoder at every depth the config trains;
+* Table 4: the simplified against the standard decoder (same experiment, pair and depth): BLEU,
+  parameters (counted on the trained checkpoint, as ``count-params`` counts them), training speed
+  (target tokens per second of the run's own ``train_log.csv``: all training tokens over the summed
+  time of the logging windows, validation excluded) and decoding speed (sentences per second of
+  :func:`decode_speed`, both models timed in one job, alternating, so that they share the machine's
+  state);
+* Figure 3 (TEM, SEM, IFM and the encoder output of the standard decoder), Figure 8 (IFM's
+  operations Add-NormI, FF, Add-Norm) and Figure 10 (simplified against standard): reconstruction
+  perplexity per layer from the ``reconstruction-probes`` CSVs, one figure per side reconstructed;
+* Figures 4-7: AER and cumulative coverage per layer (``layer-aer``'s computation, with words glued
+  across Moses' hyphen splits: :func:`gold_aligned_set`), one line per layout and depth.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.evaluation.results import read_scores_json
+from nmtvariants.fileio import PathLike, atomic_write
+from nmtvariants.models.config import ALIASES, PRESETS, model_config
+from nmtvariants.models.layers import parse_layout
+from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
+from nmtvariants.reporting.results import METRIC_LABELS
+
+STUDY = "yang2020"
+STANDARD = "standard"
+SIMPLIFIED = "simplified"
+HYPHEN = "@-@"
+
+
+@dataclass(frozen=True)
+class System:
+    """One trained system of the study: where its results live and what decoder it has."""
+
+    experiment: str
+    pair: str
+    variant: str
+    layout: str
+    size: str
+    decoder_layers: int
+    default_depth: bool  # the preset's depth (Tables 1 and 4) rather than a depth ablation
+
+
+def layout_name(variant: dict[str, Any] | None) -> str:
+    """The layout's name (``standard``, ``sem_ifm``, ...), or its sub-layer list when unnamed."""
+    kinds = decoder_layout(dict(variant or {}))
+    for name, spec in LAYOUT_NAMES.items():
+        if tuple(parse_layout(spec)) == tuple(kinds):
+            return name
+    return ",".join(kinds)
+
+
+def study_systems(config: dict[str, Any]) -> list[System]:
+    """Every (experiment, pair, variant) of the study's experiments, in config order."""
+    systems = []
+    for name, spec in config.get("experiments", {}).items():
+        if spec["study"] != STUDY:
+            continue
+        model = dict(spec["model"])
+        preset = model.pop("preset", "base")
+        for pair in spec["pairs"]:
+            for variant, switches in spec["variants"].items():
+                cfg = model_config(preset, model, dict(switches or {}))
+                systems.append(
+                    System(
+                        name,
+                        pair,
+                        variant,
+                        layout_name(switches),
+                        preset,
+                        cfg.decoder_layers,
+                        cfg.decoder_layers == PRESETS[ALIASES.get(preset, preset)]["decoder_layers"],
+                    )
+                )
+    return systems
+
+
+def layout_systems(systems: Sequence[System]) -> list[System]:
+    """Table 1's systems: every layout at the preset's depth."""
+    return [s for s in systems if s.default_depth]
+
+
+def depth_systems(systems: Sequence[System]) -> list[System]:
+    """Table 2's systems: the standard decoder at every depth."""
+    return [s for s in systems if s.layout == STANDARD]
+
+
+def simplified_pairs(systems: Sequence[System]) -> list[tuple[System, System]]:
+    """Table 4's (standard, simplified) pairs: same experiment, pair and depth."""
+    pairs = []
+    for simplified in systems:
+        if simplified.layout != SIMPLIFIED:
+            continue
+        standard = next(
+            (
+                s
+                for s in systems
+                if s.layout == STANDARD
+                and (s.experiment, s.pair, s.decoder_layers)
+                == (simplified.experiment, simplified.pair, simplified.decoder_layers)
+            ),
+            None,
+        )
+        if standard is not None:
+            pairs.append((standard, simplified))
+    return pairs
+
+
+def system_label(system: System, systems: Sequence[System]) -> str:
+    """A figure's line name: the variant, prefixed by experiment and pair when several are drawn."""
+    places = {(s.experiment, s.pair) for s in systems}
+    return system.variant if len(places) <= 1 else f"{system.experiment} {system.pair} {system.variant}"
+
+
+# --- tables --------------------------------------------------------------------------------------
+
+
+def _metrics(path: PathLike) -> dict[str, float]:
+    record = read_scores_json(path)
+    scores = record.get("scores")
+    if not isinstance(scores, dict):
+        raise InputError(f"{path}: no `scores` mapping; re-run the evaluate step")
+    return {
+        METRIC_LABELS.get(metric, metric): float(result["score"])
+        for metric, result in scores.items()
+        if isinstance(result, dict) and "score" in result
+    }
+
+
+def bleu_table(entries: Sequence[tuple[System, str, PathLike]]) -> pd.DataFrame:
+    """One row per (system, test set) with every metric of its score file, and ``ΔBLEU``: the
+    difference to the standard decoder of the same experiment, pair, test set and depth (empty
+    when the config has no such standard decoder)."""
+    rows = []
+    for system, testset, path in entries:
+        rows.append(
+            {
+                "experiment": system.experiment,
+                "pair": system.pair,
+                "testset": testset,
+                "size": system.size,
+                "decoder layers": system.decoder_layers,
+                "layout": system.layout,
+                "variant": system.variant,
+                **_metrics(path),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if frame.empty or "BLEU" not in frame:
+        return frame
+    keys = ["experiment", "pair", "testset", "decoder layers"]
+    standard = frame[frame["layout"] == STANDARD].set_index(keys)["BLEU"]
+    frame["ΔBLEU"] = [
+        row["BLEU"] - standard[tuple(row[k] for k in keys)]
+        if tuple(row[k] for k in keys) in standard.index
+        else math.nan
+        for _, row in frame.iterrows()
+    ]
+    return frame
+
+
+def training_speed(train_log: PathLike) -> float:
+    """Target tokens per second of a run's training: every logged training token over the summed
+    duration of the logging windows (a window lasts ``tokens / tok_per_s``; validation time is
+    outside them)."""
+    tokens = seconds = 0.0
+    try:
+        with open(train_log, encoding="utf-8", newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                if row.get("split") != "train":
+                    continue
+                try:
+                    window, rate = float(row["tokens"]), float(row["tok_per_s"])
+                except (KeyError, TypeError, ValueError):
+                    raise InputError(
+                        f"{train_log}:{number}: no numeric tokens/tok_per_s; re-run the training"
+                    ) from None
+                if rate <= 0:
+                    raise InputError(f"{train_log}:{number}: tok_per_s {rate} is not positive")
+                tokens += window
+                seconds += window / rate
+    except FileNotFoundError:
+        raise InputError(f"{train_log}: no training log; train the run first") from None
+    if seconds == 0:
+        raise InputError(f"{train_log}: no training rows (split=train); train the run first")
+    return tokens / seconds
+
+
+def simplified_table(
+    entries: Sequence[tuple[System, str, PathLike]],
+    parameters: dict[System, int],
+    train_speed: dict[System, float],
+    decode_speed: dict[System, float],
+) -> pd.DataFrame:
+    """Table 4: one row per (system, test set) of :func:`simplified_pairs` with BLEU, parameters,
+    training tokens/s and decoding sentences/s, and each as a ratio to the standard decoder."""
+    frame = bleu_table(entries)
+    systems = [system for system, _, _ in entries]
+    frame["parameters"] = [parameters[s] for s in systems]
+    frame["train tok/s"] = [train_speed[s] for s in systems]
+    frame["decode sent/s"] = [decode_speed[s] for s in systems]
+    standard = {(s.experiment, s.pair, s.decoder_layers): s for s in systems if s.layout == STANDARD}
+    for column, values in (
+        ("parameters", parameters),
+        ("train tok/s", train_speed),
+        ("decode sent/s", decode_speed),
+    ):
+        frame[f"{column} ratio"] = [
+            values[s] / values[standard[(s.experiment, s.pair, s.decoder_layers)]] for s in systems
+        ]
+    return frame.drop(columns=[c for c in ("variant",) if c in frame])
+
+
+# --- figures -------------------------------------------------------------------------------------
+
+PROBE_COLUMNS = ("layer", "perplexity", "series")
+FIGURE_MODULES = {
+    "fig3": ("Encoder", "TEM", "SEM", "IFM"),
+    "fig8": ("Add-NormI", "FF", "Add-Norm"),
+    "fig10": ("TEM", "SEM", "IFM"),
+}
+
+
+def read_probe_csv(path: PathLike) -> pd.DataFrame:
+    """A ``reconstruction-probes`` CSV, checked to hold what the figures read."""
+    try:
+        frame = pd.read_csv(path, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such probe CSV; run reconstruction-probes first") from None
+    missing = {"target_side", "layer", "module", "perplexity"} - set(frame.columns)
+    if missing:
+        raise InputError(
+            f"{path}: columns {', '.join(sorted(missing))} missing; re-run reconstruction-probes"
+        )
+    return frame
+
+
+def probe_figure_rows(
+    figure: str, side: str, probes: Sequence[tuple[System, pd.DataFrame]]
+) -> list[dict[str, Any]]:
+    """The long CSV rows of Figure 3, 8 or 10 for one reconstructed ``side`` (source/target).
+
+    Figures 3 and 8 draw the standard decoders, one line per module; Figure 10 draws the standard
+    and the simplified decoders, one line per (variant, module)."""
+    if figure not in FIGURE_MODULES:
+        raise ConfigError(f"figure {figure!r}: one of {', '.join(FIGURE_MODULES)}")
+    modules = FIGURE_MODULES[figure]
+    layouts = (STANDARD, SIMPLIFIED) if figure == "fig10" else (STANDARD,)
+    drawn = [(s, f) for s, f in probes if s.layout in layouts]
+    systems = [s for s, _ in drawn]
+    rows = []
+    for system, frame in drawn:
+        label = system_label(system, systems)
+        for _, row in frame[frame["target_side"] == side].iterrows():
+            if row["module"] not in modules:
+                continue
+            name = row["module"] if figure != "fig10" and len(systems) == 1 else f"{label} {row['module']}"
+            rows.append({"layer": int(row["layer"]), "perplexity": float(row["perplexity"]), "series": name})
+    if not rows:
+        raise InputError(f"{figure} ({side}): none of the probe CSVs has rows for {', '.join(modules)}")
+    return rows
+
+
+def aer_figure_rows(metric: str, tables: Sequence[tuple[System, PathLike]]) -> list[dict[str, Any]]:
+    """Figures 4-7: ``metric`` (``aer`` or ``coverage``) per decoder layer from ``layer-aer`` CSVs,
+    one line per system (its variant; depth named when the systems' depths differ)."""
+    systems = [s for s, _ in tables]
+    depths = {s.decoder_layers for s in systems}
+    rows = []
+    for system, path in tables:
+        frame = pd.read_csv(path)
+        if metric not in frame or "layer" not in frame:
+            raise InputError(f"{path}: no {metric!r} or 'layer' column; re-run layer-aer")
+        label = system_label(system, systems)
+        if len(depths) > 1:
+            label = f"{label} ({system.decoder_layers} layers)"
+        rows += [
+            {"layer": int(layer), metric: float(value), "series": label}
+            for layer, value in zip(frame["layer"], frame[metric], strict=True)
+        ]
+    return rows
+
+
+def write_rows(path: PathLike, rows: Sequence[dict[str, Any]]) -> None:
+    """Rows as CSV (columns in first-row order), atomically."""
+    if not rows:
+        raise InputError(f"{path}: nothing to write")
+    with atomic_write(path) as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# --- the gold-aligned test set ------------------------------------------------------------------
+
+
+def hyphen_word_ids(pieces: Sequence[str], separator: str = "@@") -> list[int]:
+    """Word index of each BPE piece of a line tokenised with Moses' aggressive hyphen splitting:
+    the BPE pieces of a token are joined (``dar@@ k`` -> ``dark``), then tokens around the marker
+    ``@-@`` are glued (``dark @-@ blue`` is one word), because gold annotations index the words
+    before hyphen splitting (``Metall @-@ Stern`` -> [0, 0, 0]). A line without ``@-@`` gets the
+    plain sub-word map of ``layer-aer``."""
+    tokens = joined_tokens(pieces, separator)
+    token_of_piece, token = [], 0
+    for piece in pieces:
+        token_of_piece.append(token)
+        if not piece.endswith(separator):
+            token += 1
+    word_of_token, word, glue = [], -1, False
+    for index, text in enumerate(tokens):
+        marker = text == HYPHEN
+        if not (glue or (marker and index > 0)):
+            word += 1
+        word_of_token.append(word)
+        glue = marker
+    return [word_of_token[t] for t in token_of_piece]
+
+
+def joined_tokens(pieces: Sequence[str], separator: str = "@@") -> list[str]:
+    """The tokens behind BPE pieces (``dar@@ k`` -> ``dark``)."""
+    tokens, current = [], ""
+    for piece in pieces:
+        if piece.endswith(separator):
+            current += piece[: -len(separator)]
+        else:
+            tokens.append(current + piece)
+            current = ""
+    return tokens + ([current] if current else [])
+
+
+def gold_aligned_set(src: PathLike, tgt: PathLike, gold: PathLike, fmt: str = "pharaoh") -> Any:
+    """``layer-aer``'s test set with words glued across hyphen splits (:func:`hyphen_word_ids`);
+    every gold link must fall inside its sentence's words (InputError naming the line otherwise)."""
+    from nmtvariants.corpora.alignments import read_alignments
+    from nmtvariants.evaluation.layer_alignment import AlignmentTestSet
+    from nmtvariants.fileio import read_lines
+
+    sides = []
+    for path in (src, tgt):
+        tokens = []
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.split():
+                raise InputError(f"{path}:{number}: empty line; every gold-aligned sentence needs its words")
+            tokens.append(line.split())
+        sides.append((tokens, [hyphen_word_ids(t) for t in tokens]))
+    (src_tokens, src_ids), (tgt_tokens, tgt_ids) = sides
+    if len(src_tokens) != len(tgt_tokens):
+        raise InputError(f"{src}: {len(src_tokens)} lines but {tgt} has {len(tgt_tokens)}")
+    lengths = ([ids[-1] + 1 for ids in src_ids], [ids[-1] + 1 for ids in tgt_ids])
+    links = read_alignments(gold, fmt, lengths=lengths)
+    return AlignmentTestSet(src_tokens, tgt_tokens, src_ids, tgt_ids, links)
+
+
+# --- decoding speed ------------------------------------------------------------------------------
+
+
+@dataclass
+class SpeedSettings:
+    beam_size: int = 5
+    alpha: float = 0.6
+    max_len_a: float = 1.2
+    max_len_b: int = 10
+    batch_size: int = 64
+    rounds: int = 3
+    device: str = "cpu"
+
+
+def decode_speed(
+    models: dict[str, Any], vocab: Any, lines: Sequence[str], settings: SpeedSettings
+) -> dict[str, Any]:
+    """Sentences per second of beam search for each model over ``lines``: one warm-up pass each,
+    then ``settings.rounds`` rounds that time every model once in turn (the median round counts),
+    so that the models share the machine's state (threads, caches, other jobs) as far as possible."""
+    from nmtvariants.inference.translate import translate_lines
+
+    if settings.rounds < 1:
+        raise ConfigError(f"rounds must be >= 1, got {settings.rounds}")
+    search = {
+        "beam_size": settings.beam_size,
+        "alpha": settings.alpha,
+        "max_len_a": settings.max_len_a,
+        "max_len_b": settings.max_len_b,
+        "batch_size": settings.batch_size,
+        "device": settings.device,
+    }
+    for model in models.values():
+        translate_lines(model, vocab, lines[: settings.batch_size], **search)
+    timings: dict[str, list[float]] = {name: [] for name in models}
+    for _ in range(settings.rounds):
+        for name, model in models.items():
+            start = time.perf_counter()
+            translate_lines(model, vocab, lines, **search)
+            timings[name].append(time.perf_counter() - start)
+    return {
+        "settings": asdict(settings),
+        "sentences": len(lines),
+        "seconds": timings,
+        "sentences_per_second": {name: len(lines) / statistics.median(t) for name, t in timings.items()},
+    }
+
+
+def read_decode_speed(path: PathLike, variant: str) -> float:
+    import json
+
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        return float(record["sentences_per_second"][variant])
+    except FileNotFoundError:
+        raise InputError(f"{path}: no decoding-speed record; run the yang2020_decode_speed rule") from None
+    except (KeyError, TypeError, ValueError, json.JSONDecodeError):
+        raise InputError(
+            f"{path}: no sentences_per_second for {variant!r}; re-run yang2020_decode_speed"
+        ) from None

@@ -1,0 +1,218 @@
+"""Yang et al. (2020)'s commands for ``rules/studies/yang2020.smk``: the tables, the figures' CSVs,
+the decoding-speed measurement, and ``layer-aer`` on text tokenised with Moses' hyphen splitting.
+
+The rule passes what each table or figure is built from as one JSON list (``--entries``): every item
+names its system (:class:`nmtvariants.studies.yang2020.System`'s fields) and its files, so that the
+paths are decided in one place, the rule file, and the tables see exactly the files Snakemake tracked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from nmtvariants.errors import ConfigError, InputError
+
+TABLES = {
+    "layouts": (
+        "Yang et al. (2020) Table 1: decoder layouts",
+        "BLEU of each decoder layout at the preset's depth; ΔBLEU against the standard decoder (TEM -> "
+        "SEM -> IFM) of the same experiment, pair and test set. sem_ifm drops TEM, sem_tem_ifm swaps "
+        "the two attentions, simplified keeps one Add&Norm as IFM (no FFN).",
+    ),
+    "depth": (
+        "Yang et al. (2020) Table 2: decoder depth",
+        "BLEU of the standard decoder at every decoder depth the config trains (one row per depth; "
+        "config.yaml's comments give the switch that trains more depths than the demo's).",
+    ),
+    "simplified": (
+        "Yang et al. (2020) Table 4: simplified against standard decoder",
+        "Parameters: counted on the averaged checkpoint (as `nmtvariants count-params`). Train tok/s: "
+        "target tokens per second of the run's train_log.csv (all logged training tokens over the "
+        "summed logging windows; validation excluded), each run timed while it trained, so other jobs "
+        "running beside it add noise. Decode sent/s: beam search over the first test sentences, both "
+        "models timed in one job in alternating rounds (median round; rule yang2020_decode_speed). "
+        "Ratios are against the standard decoder.",
+    ),
+}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    tb = subparsers.add_parser(
+        "yang2020-table", help="Yang et al. 2020: Table 1, 2 or 4 (md, csv, provenance)"
+    )
+    tb.add_argument("--kind", choices=tuple(TABLES), required=True)
+    tb.add_argument(
+        "--entries",
+        required=True,
+        help="JSON list of {system: {...}, testset, scores[, checkpoint, train_log, decode_speed]}",
+    )
+    tb.add_argument("--out", required=True, help="markdown table; the CSV and provenance go beside it")
+    tb.set_defaults(func=run_table)
+
+    fg = subparsers.add_parser(
+        "yang2020-figure-data", help="Yang et al. 2020: the long CSVs of Figures 3, 8, 10 or 4-7"
+    )
+    fg.add_argument("--kind", choices=("probes", "aer"), required=True)
+    fg.add_argument("--entries", required=True, help="JSON list of {system: {...}, csv}")
+    fg.add_argument("--outdir", required=True, help="results/figures/yang2020")
+    fg.set_defaults(func=run_figure_data)
+
+    sp = subparsers.add_parser(
+        "yang2020-decode-speed", help="beam-search sentences/s of several models, timed in alternating rounds"
+    )
+    sp.add_argument("--checkpoint", action="append", required=True, metavar="LABEL=FILE")
+    sp.add_argument("--vocab", required=True)
+    sp.add_argument("--input", required=True, help="BPE'd source text")
+    sp.add_argument("--max-sentences", type=int, default=200, help="time the first N lines")
+    sp.add_argument("--beam", type=int, default=5)
+    sp.add_argument("--alpha", type=float, default=0.6)
+    sp.add_argument("--max-len-a", type=float, default=1.2)
+    sp.add_argument("--max-len-b", type=int, default=10)
+    sp.add_argument("--batch-size", type=int, default=64)
+    sp.add_argument("--rounds", type=int, default=3)
+    sp.add_argument("--device", default="cpu")
+    sp.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    sp.add_argument("--output", required=True, help="JSON")
+    sp.set_defaults(func=run_decode_speed)
+
+    al = subparsers.add_parser(
+        "yang2020-layer-aer",
+        help="layer-aer with words glued across Moses' @-@ hyphen splits (gold over unsplit words)",
+    )
+    al.add_argument("--checkpoint", required=True)
+    al.add_argument("--vocab", required=True)
+    al.add_argument("--src", required=True, help="BPE'd source, one gold sentence per line")
+    al.add_argument("--tgt", required=True, help="BPE'd target (teacher forcing)")
+    al.add_argument("--gold", required=True, help="gold links, Pharaoh i-j sure / i?j possible, 0-based")
+    al.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
+    al.add_argument("--device", default="cpu")
+    al.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    al.add_argument("--output", required=True, help="CSV, one row per decoder layer (layer-aer's columns)")
+    al.set_defaults(func=run_layer_aer)
+
+
+def _entries(text: str) -> list[dict[str, Any]]:
+    from nmtvariants.studies.yang2020 import System
+
+    try:
+        entries = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"--entries: not valid JSON ({error.msg} at character {error.pos})") from None
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError("--entries: expected a non-empty JSON list")
+    for number, entry in enumerate(entries):
+        try:
+            entry["system"] = System(**entry["system"])
+        except (KeyError, TypeError) as error:
+            raise ConfigError(f"--entries[{number}]: no valid `system` ({error})") from None
+    return entries
+
+
+def run_table(args: argparse.Namespace) -> int:
+    from nmtvariants.models import load_model
+    from nmtvariants.models.build import count_parameters
+    from nmtvariants.reporting.tables import write_table
+    from nmtvariants.studies.yang2020 import bleu_table, read_decode_speed, simplified_table, training_speed
+
+    entries = _entries(args.entries)
+    rows = [(e["system"], e["testset"], e["scores"]) for e in entries]
+    sources = [e["scores"] for e in entries]
+    if args.kind == "simplified":
+        parameters, train_speed, decode_speed = {}, {}, {}
+        for entry in entries:
+            system = entry["system"]
+            if system not in parameters:
+                parameters[system] = count_parameters(load_model(entry["checkpoint"], map_location="cpu"))
+                train_speed[system] = training_speed(entry["train_log"])
+                decode_speed[system] = read_decode_speed(entry["decode_speed"], system.variant)
+                sources += [entry["train_log"], entry["decode_speed"]]
+        frame = simplified_table(rows, parameters, train_speed, decode_speed)
+    else:
+        frame = bleu_table(rows)
+    title, notes = TABLES[args.kind]
+    write_table(frame, args.out, title, notes, list(dict.fromkeys(sources)))
+    return 0
+
+
+def run_figure_data(args: argparse.Namespace) -> int:
+    from nmtvariants.studies.yang2020 import (
+        FIGURE_MODULES,
+        aer_figure_rows,
+        probe_figure_rows,
+        read_probe_csv,
+        write_rows,
+    )
+
+    entries = _entries(args.entries)
+    outdir = Path(args.outdir)
+    if args.kind == "probes":
+        probes = [(e["system"], read_probe_csv(e["csv"])) for e in entries]
+        for figure in FIGURE_MODULES:
+            for side in ("source", "target"):
+                write_rows(outdir / f"{figure}_{side}.csv", probe_figure_rows(figure, side, probes))
+    else:
+        tables = [(e["system"], e["csv"]) for e in entries]
+        for metric in ("aer", "coverage"):
+            write_rows(outdir / f"figs4_7_{metric}.csv", aer_figure_rows(metric, tables))
+    return 0
+
+
+def run_decode_speed(args: argparse.Namespace) -> int:
+    import torch
+
+    from nmtvariants.data.vocab import Vocabulary
+    from nmtvariants.evaluation.results import write_json
+    from nmtvariants.fileio import read_lines
+    from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.models import load_model
+    from nmtvariants.studies.yang2020 import SpeedSettings, decode_speed
+
+    if args.max_sentences < 1:
+        raise ConfigError(f"--max-sentences must be positive, got {args.max_sentences}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    vocab = Vocabulary.load(args.vocab)
+    models = {}
+    for spec in args.checkpoint:
+        label, sep, path = spec.partition("=")
+        if not sep or not label or not path:
+            raise ConfigError(f"--checkpoint {spec!r}: expected LABEL=FILE")
+        models[label] = load_model(path, map_location=args.device).eval()
+        check_vocabulary(models[label], vocab, args.vocab)
+    lines = list(read_lines(args.input))[: args.max_sentences]
+    if not lines:
+        raise InputError(f"{args.input}: no sentences to decode")
+    settings = SpeedSettings(
+        args.beam, args.alpha, args.max_len_a, args.max_len_b, args.batch_size, args.rounds, args.device
+    )
+    with torch.inference_mode():
+        record = decode_speed(models, vocab, lines, settings)
+    write_json(args.output, {**record, "threads": torch.get_num_threads(), "input": args.input})
+    print(" ".join(f"{name}: {rate:.2f} sent/s" for name, rate in record["sentences_per_second"].items()))
+    return 0
+
+
+def run_layer_aer(args: argparse.Namespace) -> int:
+    import torch
+
+    from nmtvariants.data.vocab import Vocabulary
+    from nmtvariants.evaluation.layer_alignment import layer_aer, write_layer_csv
+    from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.models import load_model
+    from nmtvariants.studies.yang2020 import gold_aligned_set
+
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size must be positive, got {args.batch_size}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    test_set = gold_aligned_set(args.src, args.tgt, args.gold)
+    model = load_model(args.checkpoint, map_location=args.device)
+    vocab = Vocabulary.load(args.vocab)
+    check_vocabulary(model, vocab, args.vocab)
+    rows = layer_aer(model, vocab, test_set, args.batch_size, args.device)
+    write_layer_csv(args.output, rows)
+    print(" ".join(f"L{row['layer']}: aer={row['aer']:.3f} cc={row['coverage']:.3f}" for row in rows))
+    return 0

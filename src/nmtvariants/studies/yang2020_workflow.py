@@ -1,0 +1,200 @@
+"""Where ``rules/studies/yang2020.smk`` finds and puts things: the study's systems, their shared runs'
+checkpoints and logs, their BPE'd data, and the JSON entries its table and figure commands read.
+
+One object per resolved config (:class:`Yang2020Workflow`), so that the rule file holds rules only
+and every path is decided here, with the same run ids as ``rules/common.smk``
+(:func:`nmtvariants.config.training_runs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from nmtvariants.config import training_runs
+from nmtvariants.errors import ConfigError
+from nmtvariants.studies.yang2020 import (
+    SIMPLIFIED,
+    STANDARD,
+    System,
+    depth_systems,
+    layout_systems,
+    simplified_pairs,
+    study_systems,
+)
+
+# Gold word alignments per corpus (the first test set is scored): toyworld's Pharaoh files.
+GOLD = {"toyworld": "data/toyworld/raw/{testset}.{pair}.align"}
+# Probe size and caps per model preset: tiny keeps the demo's probes to seconds each; at full scale
+# the paper's probe (§3.1: one decoder layer of the model's width, trained on MT training data).
+PROBES = {
+    "tiny": dict(max_sentences=300, max_epochs=3, d_model=64, heads=4, d_ff=256, batch_sentences=32),
+    "default": dict(max_sentences=20000, max_epochs=20, d_model=512, heads=8, d_ff=2048, batch_sentences=64),
+}
+SPEED_SENTENCES = {"tiny": 100, "default": 1000}  # test sentences timed per decoder
+PROBE_FIGURES = {
+    "fig3": "Fig. 3: standard decoder's modules",
+    "fig8": "Fig. 8: IFM's operations",
+    "fig10": "Fig. 10: simplified vs standard decoder",
+}
+TABLE_KINDS = {"table1_layouts": "layouts", "table2_depth": "depth", "table4_simplified": "simplified"}
+
+
+class Yang2020Workflow:
+    """The study's systems in a resolved config and the paths of what the rules read and write."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.experiments = config.get("experiments", {})
+        self.corpora = config.get("corpora", {})
+        self.systems = study_systems(config)
+        self.run_of = {user: run.id for run in training_runs(config).values() for user in run.users}
+        # Figures 3, 8, 10 are the base-size (or toy) models' as in the paper; big models are not probed
+        self.probed = [
+            s
+            for s in self.systems
+            if s.default_depth and s.layout in (STANDARD, SIMPLIFIED) and s.size != "big"
+        ]
+        self.aligned = [s for s in self.systems if self.corpus(s) in GOLD]
+        entries = {
+            "table1_layouts": self.score_entries(layout_systems(self.systems)),
+            "table2_depth": self.score_entries(depth_systems(self.systems)),
+            "table4_simplified": self.simplified_entries(),
+        }
+        self.tables = {name: value for name, value in entries.items() if value}
+
+    # --- systems and their files -----------------------------------------------------------------
+
+    def system(self, experiment: str, pair: str, variant: str) -> System:
+        for system in self.systems:
+            if (system.experiment, system.pair, system.variant) == (experiment, pair, variant):
+                return system
+        raise ConfigError(f"{experiment}/{pair}/{variant}: not a system of a yang2020 experiment")
+
+    def corpus(self, system: System) -> str:
+        return self.experiments[system.experiment]["corpus"]
+
+    def run_dir(self, system: System) -> str:
+        return f"models/runs/{self.run_of[(system.experiment, system.pair, system.variant)]}"
+
+    def checkpoint(self, system: System) -> str:
+        return f"{self.run_dir(system)}/averaged-last{self.experiments[system.experiment]['average_last']}.pt"
+
+    def bpe(self, system: System, split: str, side: str) -> str:
+        lang = system.pair.split("-")[0 if side == "src" else 1]
+        return f"data/{self.corpus(system)}/{system.pair}/bpe/{split}.{lang}"
+
+    def vocab(self, system: System) -> str:
+        return f"data/{self.corpus(system)}/{system.pair}/bpe/vocab.txt"
+
+    def train_split(self, system: System) -> str:
+        return self.corpora[self.corpus(system)]["train"]
+
+    def testsets(self, system: System) -> list[str]:
+        return self.experiments[system.experiment]["evaluate"]["testsets"]
+
+    def evaluate(self, system: System, key: str) -> Any:
+        return self.experiments[system.experiment]["evaluate"][key]
+
+    def device(self, system: System) -> str:
+        return "cuda" if self.experiments[system.experiment]["resources"]["gpus"] > 0 else "cpu"
+
+    def gpus(self, system: System) -> int:
+        """One GPU for an analysis job of a model trained on GPUs (never torchrun: one process)."""
+        return 1 if self.experiments[system.experiment]["resources"]["gpus"] > 0 else 0
+
+    def folder(self, system: System) -> str:
+        return f"results/yang2020/{system.experiment}/{system.pair}/{system.variant}"
+
+    def probe_options(self, system: System) -> list[str]:
+        caps = PROBES.get(system.size, PROBES["default"])
+        return [f"--{key.replace('_', '-')}={value}" for key, value in caps.items()]
+
+    def speed_sentences(self, system: System) -> int:
+        return SPEED_SENTENCES.get(system.size, SPEED_SENTENCES["default"])
+
+    def aer_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
+        """The model, the first test set's BPE'd pairs and their gold links."""
+        system = self.system(experiment, pair, variant)
+        test = self.testsets(system)[0]
+        return {
+            "checkpoint": self.checkpoint(system),
+            "vocab": self.vocab(system),
+            "src": self.bpe(system, test, "src"),
+            "tgt": self.bpe(system, test, "tgt"),
+            "gold": GOLD[self.corpus(system)].format(testset=test, pair=pair),
+        }
+
+    def probe_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
+        """The model, and the training pairs the probes learn from and the test pairs they report on."""
+        system = self.system(experiment, pair, variant)
+        split, test = self.train_split(system), self.testsets(system)[0]
+        return {
+            "checkpoint": self.checkpoint(system),
+            "vocab": self.vocab(system),
+            "source": self.bpe(system, split, "src"),
+            "target": self.bpe(system, split, "tgt"),
+            "test_source": self.bpe(system, test, "src"),
+            "test_target": self.bpe(system, test, "tgt"),
+        }
+
+    def speed_inputs(self, experiment: str, pair: str) -> dict[str, str]:
+        """Both decoders' checkpoints and the test source they are timed on."""
+        standard, simplified = self.speed_pair(experiment, pair)
+        return {
+            "standard": self.checkpoint(standard),
+            "simplified": self.checkpoint(simplified),
+            "vocab": self.vocab(standard),
+            "source": self.bpe(standard, self.testsets(standard)[0], "src"),
+        }
+
+    def speed_pair(self, experiment: str, pair: str) -> tuple[System, System]:
+        for standard, simplified in simplified_pairs(self.systems):
+            if (standard.experiment, standard.pair) == (experiment, pair):
+                return standard, simplified
+        raise ConfigError(f"{experiment}/{pair}: no simplified decoder to time against the standard one")
+
+    # --- what the table and figure commands read ---------------------------------------------------
+
+    def score_entries(self, systems: list[System]) -> list[dict[str, Any]]:
+        return [
+            {
+                "system": asdict(s),
+                "testset": testset,
+                "scores": f"results/{s.experiment}/{s.pair}/{s.variant}/{testset}.scores.json",
+            }
+            for s in systems
+            for testset in self.testsets(s)
+        ]
+
+    def simplified_entries(self) -> list[dict[str, Any]]:
+        entries = []
+        for standard, simplified in simplified_pairs(self.systems):
+            speed = f"results/yang2020/{standard.experiment}/{standard.pair}/decode_speed.json"
+            for system in (standard, simplified):
+                for entry in self.score_entries([system]):
+                    entries.append(
+                        {
+                            **entry,
+                            "checkpoint": self.checkpoint(system),
+                            "train_log": f"{self.run_dir(system)}/train_log.csv",
+                            "decode_speed": speed,
+                        }
+                    )
+        return entries
+
+    def table_inputs(self, table: str) -> list[str]:
+        """The files Snakemake tracks for a table (a run's train_log.csv is read beside final.pt, the
+        training job's declared output)."""
+        files = []
+        for entry in self.tables[table]:
+            files.append(entry["scores"])
+            if "train_log" in entry:
+                files += [
+                    entry["checkpoint"],
+                    entry["train_log"].replace("train_log.csv", "final.pt"),
+                    entry["decode_speed"],
+                ]
+        return list(dict.fromkeys(files))
+
+    def figure_entries(self, systems: list[System], name: str) -> list[dict[str, Any]]:
+        return [{"system": asdict(s), "csv": f"{self.folder(s)}/{name}"} for s in systems]

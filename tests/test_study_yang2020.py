@@ -1,0 +1,561 @@
+"""Yang et al. (2020) wired into the workflow: the table and figure builders on hand-made inputs
+(exact rows), the decoding-speed timer against its own raw timings, the toy and full configs against
+the study's model overrides, and the planner: each table builds only what it needs, the default DAG
+holds every registered table and figure, and the documented switch adds Table 2's depths."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
+
+from nmtvariants.cli import main
+from nmtvariants.config import with_defaults
+from nmtvariants.data.vocab import Vocabulary
+from nmtvariants.errors import InputError
+from nmtvariants.models import build_model, model_config
+from nmtvariants.models.config import study_overrides
+from nmtvariants.studies.yang2020 import (
+    SpeedSettings,
+    System,
+    aer_figure_rows,
+    bleu_table,
+    decode_speed,
+    depth_systems,
+    hyphen_word_ids,
+    layout_systems,
+    probe_figure_rows,
+    simplified_pairs,
+    simplified_table,
+    study_systems,
+    training_speed,
+)
+
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+TOY = "yang2020_toy"
+
+
+def system(
+    variant: str, layout: str | None = None, depth: int = 2, experiment: str = "e", pair: str = "en-de"
+):
+    return System(experiment, pair, variant, layout or variant, "tiny", depth, depth == 2)
+
+
+def score_file(path: Path, bleu: float, chrf: float) -> Path:
+    record = {
+        "system": "x",
+        "testset": "test",
+        "scores": {
+            "bleu": {"score": bleu, "signature": "nrefs:1|bleu"},
+            "chrf": {"score": chrf, "signature": "nrefs:1|chrf"},
+        },
+    }
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path
+
+
+# --- systems from the config ---------------------------------------------------------------------
+
+
+def resolved(config: dict) -> dict:
+    return with_defaults(config, SCHEMA)
+
+
+def test_the_toy_study_trains_three_post_norm_layouts():
+    systems = study_systems(resolved(yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))))
+    assert systems == [
+        System(TOY, "en-de", "standard", "standard", "tiny", 2, True),
+        System(TOY, "en-de", "sem_ifm", "sem_ifm", "tiny", 2, True),
+        System(TOY, "en-de", "simplified", "simplified", "tiny", 2, True),
+    ]
+    assert [s.variant for s in layout_systems(systems)] == ["standard", "sem_ifm", "simplified"]
+    assert [s.variant for s in depth_systems(systems)] == ["standard"]
+    assert simplified_pairs(systems) == [(systems[0], systems[2])]
+
+
+def yang_models(config: dict) -> list[dict]:
+    return [e["model"] for e in config["experiments"].values() if e["study"] == "yang2020"]
+
+
+def test_every_yang2020_model_is_its_preset_with_the_studys_overrides():
+    configs = [
+        yaml.safe_load((REPO / name).read_text(encoding="utf-8"))
+        for name in ("config.yaml", "experiments/yang2020.yaml")
+    ]
+    models = [model for config in configs for model in yang_models(config)]
+    assert len(models) == 1 + 9
+    for model in models:
+        extra = {k: v for k, v in model.items() if k not in ("preset", "decoder_layers")}
+        assert extra == study_overrides("yang2020", model["preset"]), model
+
+
+def test_the_full_study_has_every_table_and_paper_setting():
+    config = resolved(yaml.safe_load((REPO / "experiments/yang2020.yaml").read_text(encoding="utf-8")))
+    systems = study_systems(config)
+    assert {s.pair for s in systems} == {"en-de", "en-fr", "en-zh"}
+    assert sorted({s.layout for s in layout_systems(systems)}) == [
+        "sem_ifm",
+        "sem_tem_ifm",
+        "simplified",
+        "standard",
+    ]
+    assert sorted({s.decoder_layers for s in depth_systems(systems) if s.pair == "en-de"}) == [2, 4, 6, 8]
+    assert {(a.pair, a.size) for a, _ in simplified_pairs(systems)} == {
+        (pair, size) for pair in ("en-de", "en-fr", "en-zh") for size in ("base", "big")
+    }
+    assert config["corpora"]["wmt17_enzh"]["valid"] == "newsdev2017"
+    for corpus in config["corpora"].values():
+        assert corpus["preprocess"]["bpe"]["merges"] == 40000 and not corpus["preprocess"]["truecase"]
+    for name, experiment in config["experiments"].items():
+        assert experiment["evaluate"]["beam"] == 10
+        compound = "tok-bleu" in experiment["evaluate"]["metrics"]
+        assert compound == (experiment["pairs"] != ["en-zh"]), name
+
+
+# --- tables --------------------------------------------------------------------------------------
+
+
+def test_bleu_table_rows_and_the_difference_to_the_standard_decoder(tmp_path):
+    standard, sem_ifm, deep = system("standard"), system("sem_ifm"), system("standard", depth=4)
+    frame = bleu_table(
+        [
+            (standard, "test", score_file(tmp_path / "a.json", 30.0, 55.0)),
+            (sem_ifm, "test", score_file(tmp_path / "b.json", 27.5, 52.0)),
+            (deep, "test", score_file(tmp_path / "c.json", 31.0, 56.0)),
+        ]
+    )
+    assert frame.to_dict("records") == [
+        {"experiment": "e", "pair": "en-de", "testset": "test", "size": "tiny", "decoder layers": 2,
+         "layout": "standard", "variant": "standard", "BLEU": 30.0, "chrF": 55.0, "ΔBLEU": 0.0},
+        {"experiment": "e", "pair": "en-de", "testset": "test", "size": "tiny", "decoder layers": 2,
+         "layout": "sem_ifm", "variant": "sem_ifm", "BLEU": 27.5, "chrF": 52.0, "ΔBLEU": -2.5},
+        {"experiment": "e", "pair": "en-de", "testset": "test", "size": "tiny", "decoder layers": 4,
+         "layout": "standard", "variant": "standard", "BLEU": 31.0, "chrF": 56.0, "ΔBLEU": 0.0},
+    ]  # fmt: skip
+
+
+def test_a_layout_without_its_standard_decoder_has_no_difference(tmp_path):
+    frame = bleu_table([(system("sem_ifm"), "test", score_file(tmp_path / "b.json", 27.5, 52.0))])
+    assert math.isnan(frame["ΔBLEU"].iloc[0])
+
+
+def write_log(path: Path, rows: list[dict]) -> Path:
+    columns = ["update", "split", "tokens", "tok_per_s", "elapsed_s"]
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_training_speed_is_all_tokens_over_the_summed_windows(tmp_path):
+    log = write_log(
+        tmp_path / "train_log.csv",
+        [
+            {"update": 100, "split": "train", "tokens": 1000, "tok_per_s": 500},  # 2 s
+            {"update": 200, "split": "train", "tokens": 3000, "tok_per_s": 1000},  # 3 s
+            {"update": 200, "split": "valid", "tokens": "", "tok_per_s": ""},  # validation: not timed
+        ],
+    )
+    assert training_speed(log) == pytest.approx(4000 / 5)
+
+
+def test_a_log_without_training_rows_is_an_input_error(tmp_path):
+    log = write_log(tmp_path / "train_log.csv", [{"update": 1, "split": "valid"}])
+    with pytest.raises(InputError, match="no training rows"):
+        training_speed(log)
+    with pytest.raises(InputError, match="no training log"):
+        training_speed(tmp_path / "missing.csv")
+
+
+def test_simplified_table_rows_with_ratios_to_the_standard_decoder(tmp_path):
+    standard, simplified = system("standard"), system("simplified")
+    frame = simplified_table(
+        [
+            (standard, "test", score_file(tmp_path / "a.json", 30.0, 55.0)),
+            (simplified, "test", score_file(tmp_path / "b.json", 29.8, 54.5)),
+        ],
+        parameters={standard: 1000, simplified: 800},
+        train_speed={standard: 200.0, simplified: 230.0},
+        decode_speed={standard: 10.0, simplified: 11.5},
+    )
+    rows = frame.to_dict("records")
+    assert [row["layout"] for row in rows] == ["standard", "simplified"]
+    assert rows[1]["ΔBLEU"] == pytest.approx(-0.2)
+    assert {k: rows[1][k] for k in ("parameters", "train tok/s", "decode sent/s")} == {
+        "parameters": 800,
+        "train tok/s": 230.0,
+        "decode sent/s": 11.5,
+    }
+    assert rows[1]["parameters ratio"] == pytest.approx(0.8)
+    assert rows[1]["train tok/s ratio"] == pytest.approx(1.15)
+    assert rows[1]["decode sent/s ratio"] == pytest.approx(1.15)
+    assert rows[0]["parameters ratio"] == rows[0]["train tok/s ratio"] == 1.0
+
+
+def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
+    entries = [
+        {"system": system("standard").__dict__, "testset": "test",
+         "scores": str(score_file(tmp_path / "a.json", 30.0, 55.0))},
+        {"system": system("sem_ifm").__dict__, "testset": "test",
+         "scores": str(score_file(tmp_path / "b.json", 27.5, 52.0))},
+    ]  # fmt: skip
+    out = tmp_path / "table1_layouts.md"
+    assert (
+        main(["yang2020-table", "--kind", "layouts", "--entries", json.dumps(entries), "--out", str(out)])
+        == 0
+    )
+    rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+    assert [(r["layout"], float(r["BLEU"]), float(r["ΔBLEU"])) for r in rows] == [
+        ("standard", 30.0, 0.0),
+        ("sem_ifm", 27.5, -2.5),
+    ]
+    provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
+    assert [s["path"] for s in provenance["sources"]] == [e["scores"] for e in entries]
+    assert out.read_text(encoding="utf-8").startswith("# Yang et al. (2020) Table 1")
+
+
+def test_table_4_counts_the_checkpoints_parameters(tmp_path):
+    """Parameters come from the stored checkpoints, and the simplified decoder has exactly the FFN and
+    LayerNorm of each decoder layer fewer (counted by hand from the preset's sizes)."""
+    vocab_size, cfg = 50, model_config("tiny")
+    entries = []
+    for variant in ("standard", "simplified"):
+        model_cfg = model_config("tiny", variant={"decoder_layout": variant})
+        path = tmp_path / f"{variant}.pt"
+        torch.manual_seed(0)
+        model = build_model(model_cfg, vocab_size)
+        torch.save(
+            {"model": model.state_dict(), "model_config": model_cfg.to_dict(), "vocab_size": vocab_size}, path
+        )
+        log = write_log(tmp_path / f"{variant}.csv", [{"split": "train", "tokens": 100, "tok_per_s": 50}])
+        speed = tmp_path / "speed.json"
+        speed.write_text(json.dumps({"sentences_per_second": {"standard": 4.0, "simplified": 5.0}}))
+        entries.append(
+            {"system": system(variant).__dict__, "testset": "test", "checkpoint": str(path),
+             "scores": str(score_file(tmp_path / f"{variant}.json", 30.0, 55.0)),
+             "train_log": str(log), "decode_speed": str(speed)}
+        )  # fmt: skip
+    out = tmp_path / "table4.md"
+    main(["yang2020-table", "--kind", "simplified", "--entries", json.dumps(entries), "--out", str(out)])
+    frame = pd.read_csv(out.with_suffix(".csv"))
+    d, f = cfg.d_model, cfg.d_ff
+    removed_per_layer = (d * f + f) + (f * d + d) + 2 * d  # FFN (biased) + its LayerNorm
+    assert (
+        frame["parameters"].tolist()[0] - frame["parameters"].tolist()[1]
+        == cfg.decoder_layers * removed_per_layer
+    )
+    assert frame["decode sent/s ratio"].tolist() == [1.0, 1.25]
+
+
+# --- figures -------------------------------------------------------------------------------------
+
+
+def probe_frame(rows: list[tuple[str, int, str, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["target_side", "layer", "module", "perplexity"])
+
+
+PROBES_STANDARD = probe_frame(
+    [
+        ("source", 0, "Encoder", 2.0),
+        ("source", 1, "TEM", 9.0),
+        ("source", 1, "SEM", 5.0),
+        ("source", 1, "Add-NormI", 6.0),
+        ("source", 1, "FF", 7.0),
+        ("source", 1, "Add-Norm", 8.0),
+        ("source", 1, "IFM", 8.0),
+        ("target", 1, "IFM", 20.0),
+    ]
+)
+PROBES_SIMPLIFIED = probe_frame([("source", 1, "TEM", 9.5), ("source", 1, "IFM", 7.5)])
+
+
+def test_figure_3_and_8_rows_are_the_standard_decoders_modules():
+    probes = [(system("standard"), PROBES_STANDARD), (system("simplified"), PROBES_SIMPLIFIED)]
+    assert probe_figure_rows("fig3", "source", probes) == [
+        {"layer": 0, "perplexity": 2.0, "series": "Encoder"},
+        {"layer": 1, "perplexity": 9.0, "series": "TEM"},
+        {"layer": 1, "perplexity": 5.0, "series": "SEM"},
+        {"layer": 1, "perplexity": 8.0, "series": "IFM"},
+    ]
+    assert probe_figure_rows("fig8", "source", probes) == [
+        {"layer": 1, "perplexity": 6.0, "series": "Add-NormI"},
+        {"layer": 1, "perplexity": 7.0, "series": "FF"},
+        {"layer": 1, "perplexity": 8.0, "series": "Add-Norm"},
+    ]
+    assert probe_figure_rows("fig3", "target", probes) == [{"layer": 1, "perplexity": 20.0, "series": "IFM"}]
+
+
+def test_figure_10_draws_both_decoders():
+    probes = [(system("standard"), PROBES_STANDARD), (system("simplified"), PROBES_SIMPLIFIED)]
+    assert probe_figure_rows("fig10", "source", probes) == [
+        {"layer": 1, "perplexity": 9.0, "series": "standard TEM"},
+        {"layer": 1, "perplexity": 5.0, "series": "standard SEM"},
+        {"layer": 1, "perplexity": 8.0, "series": "standard IFM"},
+        {"layer": 1, "perplexity": 9.5, "series": "simplified TEM"},
+        {"layer": 1, "perplexity": 7.5, "series": "simplified IFM"},
+    ]
+
+
+def test_figures_4_to_7_name_layouts_and_depths(tmp_path):
+    tables = []
+    for name, depth, values in (
+        ("standard", 2, [0.6, 0.4]),
+        ("sem_ifm", 2, [0.7, 0.65]),
+        ("standard", 1, [0.5]),
+    ):
+        path = tmp_path / f"{name}{depth}.csv"
+        pd.DataFrame({"layer": range(1, depth + 1), "aer": values, "coverage": [0.9] * depth}).to_csv(
+            path, index=False
+        )
+        tables.append((system(name, depth=depth, experiment=f"e{depth}"), path))
+    rows = aer_figure_rows("aer", tables)
+    assert rows == [
+        {"layer": 1, "aer": 0.6, "series": "e2 en-de standard (2 layers)"},
+        {"layer": 2, "aer": 0.4, "series": "e2 en-de standard (2 layers)"},
+        {"layer": 1, "aer": 0.7, "series": "e2 en-de sem_ifm (2 layers)"},
+        {"layer": 2, "aer": 0.65, "series": "e2 en-de sem_ifm (2 layers)"},
+        {"layer": 1, "aer": 0.5, "series": "e1 en-de standard (1 layers)"},
+    ]
+    assert aer_figure_rows("coverage", tables[:2])[0] == {"layer": 1, "coverage": 0.9, "series": "standard"}
+
+
+# --- the gold-aligned test set -------------------------------------------------------------------
+
+
+def pieces_of(words: list[str]) -> tuple[list[str], list[int]]:
+    """Gold-tokenised words -> (pieces, word of each piece), built forwards: hyphens split the Moses
+    way (``a-b`` -> ``a @-@ b``), then every token cut into one-character BPE pieces."""
+    pieces, owners = [], []
+    for index, word in enumerate(words):
+        tokens = []
+        for number, part in enumerate(word.split("-")):
+            tokens += ([HYPHEN_MARK] if number else []) + [part]
+        for token in tokens:
+            chars = [token] if token == HYPHEN_MARK else list(token)
+            pieces += [c + "@@" for c in chars[:-1]] + [chars[-1]]
+            owners += [index] * len(chars)
+    return pieces, owners
+
+
+HYPHEN_MARK = "@-@"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["the", "dark-blue", "ball"],
+        ["Tom", "trifft", "die", "Stein-Münze", "."],
+        ["a", "b-c-d", "e-f"],
+        ["no", "hyphen", "here"],
+    ],
+)
+def test_word_ids_glue_hyphen_splits_back_into_the_golds_words(words):
+    pieces, owners = pieces_of(words)
+    assert hyphen_word_ids(pieces) == owners
+
+
+def test_word_ids_of_a_segmented_marker_and_of_a_line_starting_with_one():
+    assert hyphen_word_ids(["the", "dar@@", "k", "@@@", "-@@", "@", "blue", "cube"]) == [
+        0,
+        1,
+        1,
+        1,
+        1,
+        1,
+        1,
+        2,
+    ]
+    assert hyphen_word_ids(["@-@", "x"]) == [0, 0]  # a marker glues what follows it
+
+
+def save_model(path: Path, layout: str, vocab_size: int, seed: int) -> Path:
+    cfg = model_config("tiny", study_overrides("yang2020", "tiny"), {"decoder_layout": layout})
+    torch.manual_seed(seed)
+    model = build_model(cfg, vocab_size)
+    torch.save({"model": model.state_dict(), "model_config": cfg.to_dict(), "vocab_size": vocab_size}, path)
+    return path
+
+
+def aer_files(
+    tmp_path: Path, src: list[str], tgt: list[str], gold: list[str]
+) -> tuple[Path, Path, Path, Path]:
+    paths = []
+    for name, lines in (("src", src), ("tgt", tgt), ("gold", gold)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(tmp_path / name)
+    vocab = Vocabulary.build([*src, *tgt])
+    vocab.save(tmp_path / "vocab.txt")
+    return (*paths, tmp_path / "vocab.txt")  # type: ignore[return-value]
+
+
+def test_without_hyphens_the_study_command_equals_layer_aer(tmp_path):
+    src, tgt, gold, vocab = aer_files(
+        tmp_path,
+        ["the red b@@ all is here", "a cu@@ be", "Tom sees the st@@ one coin ."],
+        ["der rote Ba@@ ll ist hier", "ein Wür@@ fel", "Tom sieht die St@@ ein@@ münze ."],
+        ["0-0 1-1 2-2 3-3 4-4", "0-0 1-1", "0-0 1-1 2-2 3-3 4-3 5-4"],
+    )
+    checkpoint = save_model(tmp_path / "m.pt", "standard", len(Vocabulary.load(vocab)), seed=3)
+    common = ["--checkpoint", str(checkpoint), "--vocab", str(vocab), "--src", str(src), "--tgt", str(tgt)]
+    common += ["--gold", str(gold)]
+    main(["layer-aer", *common, "--output", str(tmp_path / "library.csv")])
+    main(["yang2020-layer-aer", *common, "--output", str(tmp_path / "study.csv")])
+    library = (tmp_path / "library.csv").read_text(encoding="utf-8")
+    assert (tmp_path / "study.csv").read_text(encoding="utf-8") == library
+    assert len(library.splitlines()) == 1 + 2  # a row per decoder layer
+
+
+def test_with_hyphens_the_gold_links_are_read_against_the_glued_words(tmp_path):
+    """``Metall @-@ Stern`` is one gold word: the target has 7 words, not the 9 tokens layer-aer's
+    own sub-word map would count, so each layer aligns 7 target words (one link each), and a gold
+    link to an 8th target word is out of range."""
+    src, tgt, gold, vocab = aer_files(
+        tmp_path,
+        ["the bottle is below the star ."],
+        ["die Fla@@ sche ist unter dem Metall @-@ Stern ."],
+        ["0-0 1-1 2-2 3-3 4-4 5-5 6-6"],
+    )
+    checkpoint = save_model(tmp_path / "m.pt", "simplified", len(Vocabulary.load(vocab)), seed=4)
+    out = tmp_path / "study.csv"
+    main(["yang2020-layer-aer", "--checkpoint", str(checkpoint), "--vocab", str(vocab), "--src", str(src),
+          "--tgt", str(tgt), "--gold", str(gold), "--output", str(out)])  # fmt: skip
+    rows = pd.read_csv(out).to_dict("records")
+    assert [row["n_hyp_links"] for row in rows] == [7, 7]  # one source word per target word: 7, not 9
+    assert all(row["n_source_words"] == 7 for row in rows)
+    (tmp_path / "gold").write_text("0-0 1-1 2-2 3-3 4-4 5-5 6-7\n", encoding="utf-8")
+    with pytest.raises(InputError, match="gold"):
+        from nmtvariants.studies.yang2020 import gold_aligned_set
+
+        gold_aligned_set(src, tgt, tmp_path / "gold")
+
+
+# --- decoding speed ------------------------------------------------------------------------------
+
+
+def test_decode_speed_is_sentences_over_the_median_round():
+    vocab = Vocabulary.build(["a b c d e f"])
+    torch.manual_seed(0)
+    models = {
+        name: build_model(model_config("tiny", variant={"decoder_layout": name}), len(vocab)).eval()
+        for name in ("standard", "simplified")
+    }
+    lines = ["a b c", "d e f a", "b"]
+    settings = SpeedSettings(beam_size=2, max_len_a=0.0, max_len_b=4, rounds=3)
+    with torch.inference_mode():
+        record = decode_speed(models, vocab, lines, settings)
+    for name in models:
+        seconds = record["seconds"][name]
+        assert len(seconds) == 3 and all(s > 0 for s in seconds)
+        assert record["sentences_per_second"][name] == pytest.approx(3 / sorted(seconds)[1])
+    assert record["sentences"] == 3 and record["settings"]["beam_size"] == 2
+
+
+# --- the planner ---------------------------------------------------------------------------------
+
+
+def plan(*args: str) -> list[dict[str, str]]:
+    result = snakemake("-n", "-p", "--forceall", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return dry_run_jobs(result.stdout)
+
+
+def rules_of(jobs: list[dict[str, str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for job in jobs:
+        counts[job["rule"]] = counts.get(job["rule"], 0) + 1
+    return counts
+
+
+STUDY_RULES = {"yang2020_probes", "yang2020_layer_aer", "yang2020_decode_speed"}
+
+
+@pytest.mark.parametrize(
+    ("table", "trained", "study_jobs"),
+    [
+        ("table1_layouts", 3, set()),
+        ("table2_depth", 1, set()),
+        ("table4_simplified", 2, {"yang2020_decode_speed"}),
+    ],
+)
+def test_a_table_target_plans_only_what_it_needs(table, trained, study_jobs):
+    rules = rules_of(plan(f"results/tables/yang2020/{table}.md"))
+    assert rules["train"] == rules["average"] == rules["evaluate"] == trained
+    assert rules["yang2020_table"] == 1
+    assert {rule for rule in rules if rule in STUDY_RULES} == study_jobs
+    assert "figure" not in rules and "report" not in rules and "scores_table" not in rules
+
+
+def test_a_figure_target_plans_its_analysis_only():
+    rules = rules_of(plan("results/figures/yang2020/fig10_source.png"))
+    assert rules["yang2020_probes"] == 2 and rules["train"] == 2  # standard and simplified
+    assert not {"yang2020_layer_aer", "evaluate", "yang2020_table"} & set(rules)
+    rules = rules_of(plan("results/figures/yang2020/figs4_7_coverage.png"))
+    assert rules["yang2020_layer_aer"] == 3
+    assert "yang2020_probes" not in rules and "evaluate" not in rules
+
+
+TABLES = [
+    f"results/tables/yang2020/{name}.md" for name in ("table1_layouts", "table2_depth", "table4_simplified")
+]
+FIGURES = [
+    f"results/figures/yang2020/{name}.png"
+    for name in (
+        *(f"{figure}_{side}" for figure in ("fig3", "fig8", "fig10") for side in ("source", "target")),
+        "figs4_7_aer",
+        "figs4_7_coverage",
+    )
+]
+
+
+def test_the_default_dag_builds_every_table_and_figure_of_the_study():
+    jobs = plan()
+    (everything,) = [job for job in jobs if job["rule"] == "all"]
+    inputs = everything["input"].split(", ")
+    for path in [*TABLES, *FIGURES, f"results/tables/yang2020/{TOY}.md"]:
+        assert path in inputs
+    drawn = {job["output"] for job in jobs if job["rule"] == "figure"}
+    assert set(FIGURES) <= drawn
+    (aer,) = [job for job in jobs if job["rule"] == "yang2020_layer_aer"][:1]
+    assert "--gold data/toyworld/raw/test.en-de.align" in aer["shell"]
+    (probes,) = [job for job in jobs if job["rule"] == "yang2020_probes"][:1]
+    assert "--max-sentences=300" in probes["shell"] and "--max-epochs=3" in probes["shell"]  # capped
+    by_study = rules_of(plan("yang2020"))
+    assert by_study["train"] == 3 and "yang2020_probes" in by_study
+
+
+def uncommented_switch() -> dict:
+    """config.yaml with the yang2020 block's commented switch lines turned on."""
+    lines, block = [], False
+    for line in (REPO / "config.yaml").read_text(encoding="utf-8").splitlines():
+        if re.fullmatch(r"      # sem_tem_ifm: .*", line):
+            line = line.replace("# ", "", 1)
+        elif re.fullmatch(r"  # yang2020_toy_dec\d:", line):
+            line, block = line.replace("# ", "", 1), True
+        elif block and line.startswith("  #   "):
+            line = "    " + line[len("  #   ") :]
+        else:
+            block = False
+        lines.append(line)
+    return yaml.safe_load("\n".join(lines))
+
+
+def test_the_documented_switch_adds_the_reordered_decoder_and_the_depths(tmp_path):
+    config = uncommented_switch()
+    assert set(config["experiments"]) >= {TOY, f"{TOY}_dec1", f"{TOY}_dec3"}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    table2 = plan("results/tables/yang2020/table2_depth.md", "--configfile", str(path))
+    assert rules_of(table2)["train"] == 3  # 1, 2 and 3 decoder layers
+    table1 = plan("results/tables/yang2020/table1_layouts.md", "--configfile", str(path))
+    assert rules_of(table1)["train"] == 4  # + sem_tem_ifm
+    systems = study_systems(resolved(default_config_with({"experiments": config["experiments"]})))
+    assert sorted(s.decoder_layers for s in depth_systems(systems)) == [1, 2, 3]

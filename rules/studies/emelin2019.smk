@@ -336,7 +336,7 @@ rule emelin2019_count_params:
         vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
     output:
         config="results/{experiment}/{pair}/{variant}/analysis/model.json",
-        count="results/{experiment}/{pair}/{variant}/analysis/params.txt",
+        number="results/{experiment}/{pair}/{variant}/analysis/params.txt",
     log:
         "logs/emelin2019/params/{experiment}/{pair}/{variant}.log",
     conda:
@@ -361,7 +361,7 @@ rule emelin2019_count_params:
     shell:
         "(printf '%s\\n' {params.model:q} > {output.config:q}"
         " && nmtvariants count-params --config {output.config:q} --vocab-size $(wc -l < {input.vocab:q})"
-        " > {output.count:q}) 2> {log:q}"
+        " > {output.number:q}) 2> {log:q}"
 
 
 # --- ContraWSD: every candidate through the model's own preprocessing chain ---------------------------
@@ -516,18 +516,21 @@ rule emelin2019_variants:
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 
-def emelin_speed_inputs(wildcards):
-    inputs = {}
-    for name, pair, variant in emelin_systems(["en-de"]):
-        label = f"{name}/{variant}"
-        inputs[f"count {label}"] = f"results/{name}/{pair}/{variant}/analysis/params.txt"
-        inputs[f"model {label}"] = f"{run_dir(name, pair, variant)}/final.pt"
-    return inputs
+def emelin_speed_runs():
+    """label (experiment/variant) -> (parameter count file, the run's final.pt) of every EN-DE run."""
+    return {
+        f"{name}/{variant}": (
+            f"results/{name}/{pair}/{variant}/analysis/params.txt",
+            f"{run_dir(name, pair, variant)}/final.pt",
+        )
+        for name, pair, variant in emelin_systems(["en-de"])
+    }
 
 
 rule emelin2019_params_speed:
     input:
-        unpack(emelin_speed_inputs),
+        counts=lambda wc: [count for count, _ in emelin_speed_runs().values()],
+        models=lambda wc: [model for _, model in emelin_speed_runs().values()],
     output:
         md=f"{EMELIN_TABLES}/table5_params_speed.md",
         csv=f"{EMELIN_TABLES}/table5_params_speed.csv",
@@ -541,14 +544,10 @@ rule emelin2019_params_speed:
         mem_mb=1000,
         runtime=10,
     params:
+        counts=lambda wc: [f"{label}={count}" for label, (count, _) in emelin_speed_runs().items()],
         # train_log.csv lies beside final.pt (not a declared output: training rewrites it as it goes)
-        counts=lambda wc, input: [
-            f"{key.split(' ', 1)[1]}={path}" for key, path in input.items() if key.startswith("count ")
-        ],
-        logs=lambda wc, input: [
-            f"{key.split(' ', 1)[1]}={Path(path).parent}/train_log.csv"
-            for key, path in input.items()
-            if key.startswith("model ")
+        logs=lambda wc: [
+            f"{label}={Path(model).parent}/train_log.csv" for label, (_, model) in emelin_speed_runs().items()
         ],
         title="Table 5: parameters and training speed relative to the baseline",
     shell:

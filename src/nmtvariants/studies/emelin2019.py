@@ -27,8 +27,7 @@ import pandas as pd
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.syntax.conllu import Sentence
-from nmtvariants.syntax.dep_labels import head_word, surface_tokens
-from nmtvariants.text.bpe import SEPARATOR
+from nmtvariants.syntax.dep_labels import bpe_word_spans, head_word, surface_tokens
 
 MEAN = "mean"
 BLEU, TOK_BLEU = "BLEU", "tok. BLEU"
@@ -266,18 +265,11 @@ def contrawsd_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 # --- source POS per BPE token ---------------------------------------------------------------------------
 
 
-def _bpe_characters(line: str) -> Iterator[tuple[int, str]]:
-    """(token index, character) of a BPE line's text: continuation marks removed, Moses' ``@-@``
-    (aggressive hyphen splitting) read as ``-``, lower-cased (truecasing changes the first word)."""
-    for index, token in enumerate(line.split()):
-        text = token[: -len(SEPARATOR)] if token.endswith(SEPARATOR) else token
-        for char in ("-" if text == "@-@" else text).lower():
-            yield index, char
-
-
 def pos_labels(sentence: Sentence, bpe_line: str, where: str) -> list[str]:
-    """The UPOS of the word each BPE token starts in (a multiword token: its syntactic head word's),
-    matching the parse's and the BPE line's characters (spaces aside, case-insensitively)."""
+    """One UPOS per BPE token: every subword of a word takes the UPOS of the parsed word (a multiword
+    token: its syntactic head word's) in which that word's first character lies. Words are matched by
+    their characters, spaces aside and case-insensitively (truecasing changes the first word), with
+    Moses' ``@-@`` (aggressive hyphen splitting) read as ``-``."""
     owners: list[str] = []
     characters: list[str] = []
     for form, ids in surface_tokens(sentence):
@@ -285,21 +277,21 @@ def pos_labels(sentence: Sentence, bpe_line: str, where: str) -> list[str]:
         for char in form.lower():
             owners.append(upos)
             characters.append(char)
-    labels: list[str | None] = [None] * len(bpe_line.split())
+    labels: list[str] = []
     position = 0
-    for index, char in _bpe_characters(bpe_line):
-        if position >= len(characters) or characters[position] != char:
-            found = characters[position] if position < len(characters) else "the end of the parse"
+    for word, first, end in bpe_word_spans(bpe_line):
+        text = ("-" if word == "@-@" else word).lower()
+        if characters[position : position + len(text)] != list(text):
+            found = "".join(characters[position : position + len(text)]) or "the end of the parse"
             raise InputError(
-                f"{where}: character {position + 1} is {char!r} in the BPE line but {found!r} in the "
-                "parse; parse the same text the BPE was applied to"
+                f"{where}: BPE word {word!r} at character {position + 1} but {found!r} in the parse; "
+                "parse the same text the BPE was applied to"
             )
-        if labels[index] is None:
-            labels[index] = owners[position]
-        position += 1
-    if position != len(characters) or None in labels:
+        labels += [owners[position]] * (end - first)
+        position += len(text)
+    if position != len(characters):
         raise InputError(f"{where}: the BPE line ends before the parse does; parse the same text")
-    return [label for label in labels if label is not None]
+    return labels
 
 
 def pos_lines(

@@ -413,8 +413,8 @@ def test_the_default_dag_holds_every_table_and_figure_of_the_study():
     assert set(study) <= set(jobs["report"]["input"].split(", "))
 
 
-def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd(tmp_path):
-    result = snakemake("-n", "-p", "--forceall", "--configfile", "experiments/emelin2019.yaml", "emelin2019")
+def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
+    result = snakemake("-n", "-p", "--forceall", "emelin2019", "--configfile", "experiments/emelin2019.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
     jobs = dry_run_jobs(result.stdout)
     outputs = {job.get("output", "") for job in jobs}

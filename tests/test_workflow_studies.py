@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake, write_config
+from workflow_configs import REPO, deep_merge, default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.config import training_runs, with_defaults
 
@@ -52,8 +52,18 @@ def counts(jobs: list[dict[str, str]]) -> Counter:
     return Counter(job["rule"] for job in jobs)
 
 
+def baseline_config_with(overrides: dict) -> dict:
+    """The default config with only its `baseline` experiment (the studies' experiments in it bring
+    runs of their own), deep-merged with ``overrides``."""
+    config = default_config_with({})
+    config["experiments"] = {"baseline": config["experiments"]["baseline"]}
+    return deep_merge(config, overrides)
+
+
 def with_overrides(tmp_path: Path, overrides: dict) -> str:
-    return str(write_config(tmp_path / "config.yaml", overrides))
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(baseline_config_with(overrides), sort_keys=False), encoding="utf-8")
+    return str(path)
 
 
 # --- shared training runs ------------------------------------------------------------------------
@@ -69,7 +79,7 @@ def test_identical_runs_of_two_studies_train_once(tmp_path):
     assert tables == ["results/tables/baseline/baseline.md", "results/tables/emelin2019/emelin_toy.md"]
     (train,) = [job for job in jobs if job["rule"] == "train"]
     run_id = train["output"].split("/")[2]
-    resolved = with_defaults(default_config_with(SECOND_STUDY), SCHEMA)
+    resolved = with_defaults(baseline_config_with(SECOND_STUDY), SCHEMA)
     assert list(training_runs(resolved)) == [run_id]
     assert training_runs(resolved)[run_id].studies == ["baseline", "emelin2019"]
 
@@ -86,7 +96,7 @@ def test_identical_runs_of_two_studies_train_once(tmp_path):
     ],
 )
 def test_changing_one_setting_makes_another_run(tmp_path, change, trained, decoded):
-    overrides = default_config_with(SECOND_STUDY)
+    overrides = baseline_config_with(SECOND_STUDY)
     experiment = overrides["experiments"]["emelin_toy"]
     for key, value in change.items():
         experiment[key] = {**experiment[key], **value} if isinstance(value, dict) else value
@@ -257,7 +267,7 @@ def test_the_default_configs_training_fits_the_demo_budget():
 
 
 def test_the_budget_guard_catches_an_extra_run(tmp_path):
-    config = default_config_with({"experiments": {"baseline": {"variants": {"baseline": {}, "more": {}}}}})
+    config = baseline_config_with({"experiments": {"baseline": {"variants": {"baseline": {}, "more": {}}}}})
     config["experiments"]["baseline"]["train"]["batch_tokens"] = 4096
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")

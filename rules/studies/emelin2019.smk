@@ -17,127 +17,13 @@
 # average; ContraWSD runs on the first experiment and pair that has a ContraWSD set: toyworld's generated
 # en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
 
-import json
 
-EMELIN = "emelin2019"
-EMELIN_TABLES = f"results/tables/{EMELIN}"
-EMELIN_FIGURES = f"results/figures/{EMELIN}"
-EMELIN_EXPERIMENTS = {
-    name: spec for name, spec in EXPERIMENTS.items() if spec["study"] == EMELIN
-}
-EMELIN_CONTRAWSD_DEEN = "data/contrawsd_deen/raw/contrawsd.json"
-# At toy scale the probes see a few hundred test sentences and stop within 30 epochs (the demo budget);
-# at full scale the first 5,000 test sentences, the authors' 100 epochs.
-EMELIN_CAPS = {
-    True: {"max_sentences": 300, "max_epochs": 30},
-    False: {"max_sentences": 5000, "max_epochs": 100},
-}
-
-
-def emelin_preset(experiment):
-    return EMELIN_EXPERIMENTS[experiment]["model"]["preset"]
-
-
-def emelin_is_toy(experiment):
-    return CORPORA[EMELIN_EXPERIMENTS[experiment]["corpus"]]["source"] == "toyworld"
-
-
-def emelin_systems(pairs=None, exclude_pairs=(), presets=None, exclude_presets=()):
-    """(experiment, pair, variant) of the study's experiments, in config order, filtered."""
-    return [
-        (name, pair, variant)
-        for name, spec in EMELIN_EXPERIMENTS.items()
-        if (presets is None or spec["model"]["preset"] in presets)
-        and spec["model"]["preset"] not in exclude_presets
-        for pair in spec["pairs"]
-        if (pairs is None or pair in pairs) and pair not in exclude_pairs
-        for variant in spec["variants"]
-    ]
-
-
-def emelin_scores(systems):
-    return [
-        f"results/{name}/{pair}/{variant}/{testset}.scores.json"
-        for name, pair, variant in systems
-        for testset in EMELIN_EXPERIMENTS[name]["evaluate"]["testsets"]
-    ]
-
-
-def emelin_contrawsd_set(corpus, pair):
-    """The ContraWSD JSON that tests a model of this corpus and pair, or None."""
-    if CORPORA[corpus]["source"] == "toyworld":
-        return "data/toyworld/contrawsd/en-de.json" if pair == "en-de" else None
-    return EMELIN_CONTRAWSD_DEEN if pair == "de-en" else None
-
-
-def emelin_has_shortcuts(experiment, variant):
-    return "shortcuts" in (EMELIN_EXPERIMENTS[experiment]["variants"][variant] or {})
-
-
-def emelin_label(experiment, variant):
-    """Rows of the study-wide tables name the experiment when the study has several."""
-    return variant if len(EMELIN_EXPERIMENTS) == 1 else f"{experiment}/{variant}"
-
-
-def emelin_checkpoint(experiment, pair, variant):
-    average = EMELIN_EXPERIMENTS[experiment]["average_last"]
-    return f"{run_dir(experiment, pair, variant)}/averaged-last{average}.pt"
-
-
-def emelin_run_bpe(experiment, pair, name):
-    return f"data/{EMELIN_EXPERIMENTS[experiment]['corpus']}/{pair}/bpe/{name}"
-
-
-def emelin_probe_testset(experiment):
-    return EMELIN_EXPERIMENTS[experiment]["evaluate"]["testsets"][0]
-
-
-EMELIN_ANALYSED = next(
-    (
-        name
-        for name, spec in EMELIN_EXPERIMENTS.items()
-        if "en-de" in spec["pairs"] and spec["model"]["preset"] not in ("big", "small")
-    ),
-    None,
-)
-EMELIN_CONTRAWSD = next(
-    (
-        (name, pair)
-        for name, spec in EMELIN_EXPERIMENTS.items()
-        for pair in spec["pairs"]
-        if emelin_contrawsd_set(spec["corpus"], pair)
-    ),
-    None,
-)
-EMELIN_POS = EMELIN_ANALYSED is not None and emelin_is_toy(EMELIN_ANALYSED)
-
-
-def emelin_analysis(kind, shortcuts_only=False):
-    """The per-variant analysis files of the analysed experiment's EN-DE runs."""
-    return {
-        emelin_label(EMELIN_ANALYSED, variant): f"results/{EMELIN_ANALYSED}/en-de/{variant}/analysis/{kind}"
-        for variant in EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"]
-        if not shortcuts_only or emelin_has_shortcuts(EMELIN_ANALYSED, variant)
-    }
-
-
-def emelin_labelled(files):
-    return [f"{label}={path}" for label, path in files.items()]
+include: "emelin2019/functions.smk"
 
 
 # --- what the study builds ------------------------------------------------------------------------------
 
 if EMELIN_EXPERIMENTS:
-    EMELIN_BLEU_TABLES = {
-        "table1_bleu": ("Table 1: EN-DE, tokenised BLEU and sacreBLEU", ["en-de"], [], None, ["small"]),
-        "table2_pairs": ("Table 2: the other language pairs", None, ["en-de"], None, ["small"]),
-        "table3_small": ("Table 3: small EN-DE models", ["en-de"], [], ["small"], []),
-    }
-    EMELIN_BLEU_TABLES = {
-        name: (title, pairs, exclude, presets, excluded)
-        for name, (title, pairs, exclude, presets, excluded) in EMELIN_BLEU_TABLES.items()
-        if emelin_systems(pairs, exclude, presets, excluded)
-    }
     for _name in EMELIN_BLEU_TABLES:
         register_table(EMELIN, f"{EMELIN_TABLES}/{_name}.md")
     if emelin_systems(["en-de"]):
@@ -188,10 +74,14 @@ rule emelin2019_states:
         model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
         vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
         source=lambda wc: emelin_run_bpe(
-            wc.experiment, wc.pair, f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}"
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
         ),
         target=lambda wc: emelin_run_bpe(
-            wc.experiment, wc.pair, f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}"
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
         ),
     output:
         temp("results/{experiment}/{pair}/{variant}/analysis/states.npz"),
@@ -204,7 +94,9 @@ rule emelin2019_states:
         mem_mb=8000,
         runtime=60,
     params:
-        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)]["max_sentences"],
+        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
+            "max_sentences"
+        ],
         names=[
             f"{side}.{name}"
             for side in ("encoder", "decoder")
@@ -234,22 +126,6 @@ rule emelin2019_pos:
         "nmtvariants emelin2019-pos --conllu {input.conllu:q} --bpe {input.bpe:q} -o {output:q} > {log:q} 2>&1"
 
 
-def emelin_probe_inputs(wildcards):
-    inputs = {
-        "states": f"results/{wildcards.experiment}/{wildcards.pair}/{wildcards.variant}/analysis/states.npz",
-        "vocab": emelin_run_bpe(wildcards.experiment, wildcards.pair, "vocab.txt"),
-    }
-    src, tgt = wildcards.pair.split("-")
-    train = CORPORA[EMELIN_EXPERIMENTS[wildcards.experiment]["corpus"]]["train"]
-    inputs["source_train"] = emelin_run_bpe(wildcards.experiment, wildcards.pair, f"{train}.{src}")
-    inputs["target_train"] = emelin_run_bpe(wildcards.experiment, wildcards.pair, f"{train}.{tgt}")
-    if emelin_is_toy(wildcards.experiment):
-        corpus = EMELIN_EXPERIMENTS[wildcards.experiment]["corpus"]
-        testset = emelin_probe_testset(wildcards.experiment)
-        inputs["pos"] = f"data/{corpus}/{wildcards.pair}/pos/{testset}.{src}"
-    return inputs
-
-
 rule emelin2019_layer_probes:
     input:
         unpack(emelin_probe_inputs),
@@ -266,7 +142,9 @@ rule emelin2019_layer_probes:
     params:
         label=lambda wc: emelin_label(wc.experiment, wc.variant),
         max_epochs=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)]["max_epochs"],
-        groups=lambda wc, input: ["--source-group", f"pos={input.pos}"] if "pos" in input.keys() else [],
+        groups=lambda wc, input: (
+            ["--source-group", f"pos={input.pos}"] if "pos" in input.keys() else []
+        ),
     shell:
         "nmtvariants layer-probes --states {input.states:q} --label {params.label:q}"
         " --max-epochs {params.max_epochs:q} --vocab {input.vocab:q}"
@@ -293,7 +171,9 @@ rule emelin2019_similarity:
     params:
         states=lambda wc, input: [
             f"{emelin_label(wc.experiment, variant)}={path}"
-            for variant, path in zip(EMELIN_EXPERIMENTS[wc.experiment]["variants"], input)
+            for variant, path in zip(
+                EMELIN_EXPERIMENTS[wc.experiment]["variants"], input
+            )
         ],
     shell:
         "nmtvariants similarity --states {params.states:q} --output {output:q} > {log:q} 2>&1"
@@ -304,10 +184,14 @@ rule emelin2019_gate_stats:
         model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
         vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
         source=lambda wc: emelin_run_bpe(
-            wc.experiment, wc.pair, f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}"
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
         ),
         target=lambda wc: emelin_run_bpe(
-            wc.experiment, wc.pair, f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}"
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
         ),
     output:
         "results/{experiment}/{pair}/{variant}/analysis/gates.csv",
@@ -321,7 +205,9 @@ rule emelin2019_gate_stats:
         runtime=60,
     params:
         label=lambda wc: emelin_label(wc.experiment, wc.variant),
-        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)]["max_sentences"],
+        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
+            "max_sentences"
+        ],
     shell:
         "nmtvariants gate-stats --checkpoint {input.model:q} --vocab {input.vocab:q}"
         " --source {input.source:q} --target {input.target:q} --max-sentences {params.max_sentences:q}"
@@ -349,7 +235,9 @@ rule emelin2019_count_params:
                 **EMELIN_EXPERIMENTS[wc.experiment]["model"],
                 "variant": {
                     key: value
-                    for key, value in (EMELIN_EXPERIMENTS[wc.experiment]["variants"][wc.variant] or {}).items()
+                    for key, value in (
+                        EMELIN_EXPERIMENTS[wc.experiment]["variants"][wc.variant] or {}
+                    ).items()
                     if key != "warmup"
                 },
             },
@@ -376,7 +264,7 @@ rule emelin2019_contrawsd_download:
         mem_mb=1000,
         runtime=30,
     params:
-        dest="data/contrawsd_deen/raw",
+        dest=lambda wc, output: str(Path(output[0]).parent),
         mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
     shell:
         "nmtvariants download contrawsd_deen --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
@@ -453,11 +341,6 @@ rule emelin2019_contrawsd:
 # --- tables and figures --------------------------------------------------------------------------------
 
 
-def emelin_bleu_systems(wildcards):
-    _, pairs, exclude, presets, excluded = EMELIN_BLEU_TABLES[wildcards.table]
-    return emelin_systems(pairs, exclude, presets, excluded)
-
-
 rule emelin2019_bleu:
     input:
         lambda wc: emelin_scores(emelin_bleu_systems(wc)),
@@ -477,17 +360,12 @@ rule emelin2019_bleu:
         runtime=10,
     params:
         title=lambda wc: EMELIN_BLEU_TABLES[wc.table][0],
-        variants=lambda wc: list(dict.fromkeys(v for _, _, v in emelin_bleu_systems(wc))),
+        variants=lambda wc: list(
+            dict.fromkeys(v for _, _, v in emelin_bleu_systems(wc))
+        ),
     shell:
         "nmtvariants emelin2019-bleu --scores {input:q} --variants {params.variants:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
-
-
-def emelin_variant_systems():
-    """Table 4: every variant of the analysed (BASE-like) experiment's EN-DE runs."""
-    return [
-        (EMELIN_ANALYSED, "en-de", variant) for variant in EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"]
-    ]
 
 
 rule emelin2019_variants:
@@ -506,22 +384,13 @@ rule emelin2019_variants:
         mem_mb=1000,
         runtime=10,
     params:
-        switches=lambda wc: json.dumps(EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"], sort_keys=True),
+        switches=lambda wc: json.dumps(
+            EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"], sort_keys=True
+        ),
         title="Table 4: shortcut variants (EN-DE)",
     shell:
         "nmtvariants emelin2019-variants --scores {input:q} --switches {params.switches:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
-
-
-def emelin_speed_runs():
-    """label (experiment/variant) -> (parameter count file, the run's final.pt) of every EN-DE run."""
-    return {
-        f"{name}/{variant}": (
-            f"results/{name}/{pair}/{variant}/analysis/params.txt",
-            f"{run_dir(name, pair, variant)}/final.pt",
-        )
-        for name, pair, variant in emelin_systems(["en-de"])
-    }
 
 
 rule emelin2019_params_speed:
@@ -541,10 +410,13 @@ rule emelin2019_params_speed:
         mem_mb=1000,
         runtime=10,
     params:
-        counts=lambda wc: [f"{label}={count}" for label, (count, _) in emelin_speed_runs().items()],
+        counts=lambda wc: [
+            f"{label}={count}" for label, (count, _) in emelin_speed_runs().items()
+        ],
         # train_log.csv lies beside final.pt (not a declared output: training rewrites it as it goes)
         logs=lambda wc: [
-            f"{label}={Path(model).parent}/train_log.csv" for label, (_, model) in emelin_speed_runs().items()
+            f"{label}={Path(model).parent}/train_log.csv"
+            for label, (_, model) in emelin_speed_runs().items()
         ],
         title="Table 5: parameters and training speed relative to the baseline",
     shell:
@@ -596,14 +468,6 @@ rule emelin2019_gates:
         title="Shortcut gate activations per layer",
     shell:
         "nmtvariants emelin2019-gates --csv {input:q} --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
-
-
-def emelin_contrawsd_results():
-    name, pair = EMELIN_CONTRAWSD
-    return {
-        emelin_label(name, variant): f"results/{name}/{pair}/{variant}/analysis/contrawsd.json"
-        for variant in EMELIN_EXPERIMENTS[name]["variants"]
-    }
 
 
 rule emelin2019_contrawsd_table:

@@ -10,7 +10,8 @@
 #   probes    results/tables/emelin2019/probes_frequency.md (and probes_pos.md: source POS, where parsed)
 #   gates     results/tables/emelin2019/gates.md           shortcut gate activations per layer
 #   ContraWSD results/tables/emelin2019/contrawsd.md       accuracy overall, per sense, per frequency class
-#   Figs 3-7  results/figures/emelin2019/{probes,similarity}_{encoder,decoder}.png
+#   Figs 3-4, 6-7  results/figures/emelin2019/{probes,similarity}_{encoder,decoder}.png (Fig. 5, validation
+#             BLEU of the encoder-/decoder-only ablations, is not drawn: their test BLEU is in Table 4)
 #
 # The analyses (probes, similarity, gates) run on the EN-DE pair of the first emelin2019 experiment that is
 # neither `big` nor `small` (the paper probes its transformer-BASE models), from each run's checkpoint

@@ -1,0 +1,521 @@
+# Emelin, Titov & Sennrich (2019), lexical shortcuts: the study's analyses, tables and figures, built from
+# the shared runs of every experiment with `study: emelin2019` (their scores tables come from
+# rules/tables.smk). The commands and table builders live in src/nmtvariants/studies/emelin2019*.py.
+#
+#   Table 1   results/tables/emelin2019/table1_bleu.md     EN-DE: tok. BLEU and sacreBLEU per test set, mean
+#   Table 2   results/tables/emelin2019/table2_pairs.md    the other pairs (registered when there are any)
+#   Table 3   results/tables/emelin2019/table3_small.md    small EN-DE models (when a `small` experiment exists)
+#   Table 4   results/tables/emelin2019/table4_variants.md the analysed experiment's variants: mean BLEU, Δ
+#   Table 5   results/tables/emelin2019/table5_params_speed.md  parameters, training speed vs the baseline
+#   probes    results/tables/emelin2019/probes_frequency.md (and probes_pos.md: source POS, where parsed)
+#   gates     results/tables/emelin2019/gates.md           shortcut gate activations per layer
+#   ContraWSD results/tables/emelin2019/contrawsd.md       accuracy overall, per sense, per frequency class
+#   Figs 3-4, 6-7  results/figures/emelin2019/{probes,similarity}_{encoder,decoder}.png (Fig. 5, validation
+#             BLEU of the encoder-/decoder-only ablations, is not drawn: their test BLEU is in Table 4)
+#
+# The analyses (probes, similarity, gates) run on the EN-DE pair of the first emelin2019 experiment that is
+# neither `big` nor `small` (the paper probes its transformer-BASE models), from each run's checkpoint
+# average; ContraWSD runs on the first experiment and pair that has a ContraWSD set: toyworld's generated
+# en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
+
+
+include: "emelin2019/functions.smk"
+
+
+# --- what the study builds ------------------------------------------------------------------------------
+
+if EMELIN_EXPERIMENTS:
+    for _name in EMELIN_BLEU_TABLES:
+        register_table(EMELIN, f"{EMELIN_TABLES}/{_name}.md")
+    if emelin_systems(["en-de"]):
+        register_table(EMELIN, f"{EMELIN_TABLES}/table5_params_speed.md")
+    if EMELIN_ANALYSED:
+        register_table(EMELIN, f"{EMELIN_TABLES}/table4_variants.md")
+        register_table(EMELIN, f"{EMELIN_TABLES}/probes_frequency.md")
+        if EMELIN_POS:
+            register_table(EMELIN, f"{EMELIN_TABLES}/probes_pos.md")
+        if emelin_analysis("gates.csv", shortcuts_only=True):
+            register_table(EMELIN, f"{EMELIN_TABLES}/gates.md")
+        for _side in ("encoder", "decoder"):
+            register_figure(
+                EMELIN,
+                f"{EMELIN_FIGURES}/probes_{_side}.png",
+                "layers",
+                y="accuracy",
+                title=f"Lexical probe accuracy by {_side} layer",
+                ylabel="held-out accuracy",
+            )
+            register_figure(
+                EMELIN,
+                f"{EMELIN_FIGURES}/similarity_{_side}.png",
+                "layers",
+                y="cosine",
+                title=f"Cosine similarity of the {_side} states with the embeddings",
+                ylabel="cosine similarity",
+            )
+    if EMELIN_CONTRAWSD:
+        register_table(EMELIN, f"{EMELIN_TABLES}/contrawsd.md")
+
+
+localrules:
+    emelin2019_bleu,
+    emelin2019_variants,
+    emelin2019_params_speed,
+    emelin2019_probes,
+    emelin2019_gates,
+    emelin2019_contrawsd_table,
+    emelin2019_curves,
+
+
+# --- analyses per run ----------------------------------------------------------------------------------
+
+
+rule emelin2019_states:
+    input:
+        model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
+        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: emelin_run_bpe(
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
+        ),
+        target=lambda wc: emelin_run_bpe(
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
+        ),
+    output:
+        temp("results/{experiment}/{pair}/{variant}/analysis/states.npz"),
+    log:
+        "logs/emelin2019/states/{experiment}/{pair}/{variant}.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    params:
+        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
+            "max_sentences"
+        ],
+        names=[
+            f"{side}.{name}"
+            for side in ("encoder", "decoder")
+            for name in ("embeddings", "layers.[0-9]", "output")
+        ],
+    shell:
+        "nmtvariants extract-states --checkpoint {input.model:q} --vocab {input.vocab:q}"
+        " --source {input.source:q} --target {input.target:q} --max-sentences {params.max_sentences:q}"
+        " --names {params.names:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule emelin2019_pos:
+    input:
+        conllu="data/{corpus}/raw/{split}.{lang}.conllu",
+        bpe="data/{corpus}/{pair}/bpe/{split}.{lang}",
+    output:
+        "data/{corpus}/{pair}/pos/{split}.{lang}",
+    log:
+        "logs/emelin2019/pos/{corpus}/{pair}/{split}.{lang}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants emelin2019-pos --conllu {input.conllu:q} --bpe {input.bpe:q} -o {output:q} > {log:q} 2>&1"
+
+
+rule emelin2019_layer_probes:
+    input:
+        unpack(emelin_probe_inputs),
+    output:
+        "results/{experiment}/{pair}/{variant}/analysis/probes.csv",
+    log:
+        "logs/emelin2019/probes/{experiment}/{pair}/{variant}.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    params:
+        label=lambda wc: emelin_label(wc.experiment, wc.variant),
+        max_epochs=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)]["max_epochs"],
+        groups=lambda wc, input: (
+            ["--source-group", f"pos={input.pos}"] if "pos" in input.keys() else []
+        ),
+    shell:
+        "nmtvariants layer-probes --states {input.states:q} --label {params.label:q}"
+        " --max-epochs {params.max_epochs:q} --vocab {input.vocab:q}"
+        " --source-frequency {input.source_train:q} --target-frequency {input.target_train:q}"
+        " {params.groups:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule emelin2019_similarity:
+    input:
+        lambda wc: [
+            f"results/{wc.experiment}/{wc.pair}/{variant}/analysis/states.npz"
+            for variant in EMELIN_EXPERIMENTS[wc.experiment]["variants"]
+        ],
+    output:
+        "results/{experiment}/{pair}/analysis/similarity.csv",
+    log:
+        "logs/emelin2019/similarity/{experiment}/{pair}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        states=lambda wc, input: [
+            f"{emelin_label(wc.experiment, variant)}={path}"
+            for variant, path in zip(
+                EMELIN_EXPERIMENTS[wc.experiment]["variants"], input
+            )
+        ],
+    shell:
+        "nmtvariants similarity --states {params.states:q} --output {output:q} > {log:q} 2>&1"
+
+
+rule emelin2019_gate_stats:
+    input:
+        model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
+        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: emelin_run_bpe(
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
+        ),
+        target=lambda wc: emelin_run_bpe(
+            wc.experiment,
+            wc.pair,
+            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
+        ),
+    output:
+        "results/{experiment}/{pair}/{variant}/analysis/gates.csv",
+    log:
+        "logs/emelin2019/gates/{experiment}/{pair}/{variant}.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        label=lambda wc: emelin_label(wc.experiment, wc.variant),
+        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
+            "max_sentences"
+        ],
+    shell:
+        "nmtvariants gate-stats --checkpoint {input.model:q} --vocab {input.vocab:q}"
+        " --source {input.source:q} --target {input.target:q} --max-sentences {params.max_sentences:q}"
+        " --label {params.label:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule emelin2019_count_params:
+    input:
+        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+    output:
+        config="results/{experiment}/{pair}/{variant}/analysis/model.json",
+        number="results/{experiment}/{pair}/{variant}/analysis/params.txt",
+    log:
+        "logs/emelin2019/params/{experiment}/{pair}/{variant}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        # the model section and the variant's model switches (its warm-up is a trainer setting)
+        model=lambda wc: json.dumps(
+            {
+                **EMELIN_EXPERIMENTS[wc.experiment]["model"],
+                "variant": {
+                    key: value
+                    for key, value in (
+                        EMELIN_EXPERIMENTS[wc.experiment]["variants"][wc.variant] or {}
+                    ).items()
+                    if key != "warmup"
+                },
+            },
+            sort_keys=True,
+        ),
+    shell:
+        "(printf '%s\\n' {params.model:q} > {output.config:q}"
+        " && nmtvariants count-params --config {output.config:q} --vocab-size $(wc -l < {input.vocab:q})"
+        " > {output.number:q}) 2> {log:q}"
+
+
+# --- ContraWSD: every candidate through the model's own preprocessing chain ---------------------------
+
+
+rule emelin2019_contrawsd_download:
+    output:
+        EMELIN_CONTRAWSD_DEEN,
+    log:
+        "logs/emelin2019/contrawsd_download.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    params:
+        dest=lambda wc, output: str(Path(output[0]).parent),
+        mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
+    shell:
+        "nmtvariants download contrawsd_deen --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
+
+
+rule emelin2019_contrawsd_expand:
+    # raw (source, candidate) lines as a split of the corpus, so that rules/preprocess.smk tokenises,
+    # truecases and segments them exactly as the model's test sets: data/<corpus>/<pair>/bpe/contrawsd-*
+    input:
+        lambda wc: emelin_contrawsd_set(wc.corpus, f"{wc.src}-{wc.tgt}"),
+    output:
+        source="data/{corpus}/raw/contrawsd-{src}-{tgt}.{src}",
+        candidate="data/{corpus}/raw/contrawsd-{src}-{tgt}.{tgt}",
+    log:
+        "logs/emelin2019/contrawsd_expand/{corpus}/{src}-{tgt}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "nmtvariants contrawsd-expand --json {input:q} --source-out {output.source:q}"
+        " --candidate-out {output.candidate:q} > {log:q} 2>&1"
+
+
+rule emelin2019_contrawsd_score:
+    input:
+        model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
+        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: emelin_run_bpe(
+            wc.experiment, wc.pair, f"contrawsd-{wc.pair}.{wc.pair.split('-')[0]}"
+        ),
+        candidate=lambda wc: emelin_run_bpe(
+            wc.experiment, wc.pair, f"contrawsd-{wc.pair}.{wc.pair.split('-')[1]}"
+        ),
+    output:
+        "results/{experiment}/{pair}/{variant}/analysis/contrawsd.nll",
+    log:
+        "logs/emelin2019/contrawsd_score/{experiment}/{pair}/{variant}.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "nmtvariants score --checkpoint {input.model:q} --vocab {input.vocab:q} --source {input.source:q}"
+        " --target {input.candidate:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
+
+
+rule emelin2019_contrawsd:
+    input:
+        testset=lambda wc: emelin_contrawsd_set(
+            EMELIN_EXPERIMENTS[wc.experiment]["corpus"], wc.pair
+        ),
+        scores="results/{experiment}/{pair}/{variant}/analysis/contrawsd.nll",
+    output:
+        json="results/{experiment}/{pair}/{variant}/analysis/contrawsd.json",
+        csv="results/{experiment}/{pair}/{variant}/analysis/contrawsd.csv",
+    log:
+        "logs/emelin2019/contrawsd/{experiment}/{pair}/{variant}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "nmtvariants contrawsd --json {input.testset:q} --scores {input.scores:q}"
+        " --out-json {output.json:q} --out-csv {output.csv:q} > {log:q} 2>&1"
+
+
+# --- tables and figures --------------------------------------------------------------------------------
+
+
+rule emelin2019_bleu:
+    input:
+        lambda wc: emelin_scores(emelin_bleu_systems(wc)),
+    output:
+        md=f"{EMELIN_TABLES}/{{table}}.md",
+        csv=f"{EMELIN_TABLES}/{{table}}.csv",
+        provenance=f"{EMELIN_TABLES}/{{table}}.provenance.json",
+    log:
+        f"logs/tables/{EMELIN}/{{table}}.log",
+    wildcard_constraints:
+        table="table1_bleu|table2_pairs|table3_small",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        title=lambda wc: EMELIN_BLEU_TABLES[wc.table][0],
+        variants=lambda wc: list(
+            dict.fromkeys(v for _, _, v in emelin_bleu_systems(wc))
+        ),
+    shell:
+        "nmtvariants emelin2019-bleu --scores {input:q} --variants {params.variants:q}"
+        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+
+
+rule emelin2019_variants:
+    input:
+        lambda wc: emelin_scores(emelin_variant_systems()),
+    output:
+        md=f"{EMELIN_TABLES}/table4_variants.md",
+        csv=f"{EMELIN_TABLES}/table4_variants.csv",
+        provenance=f"{EMELIN_TABLES}/table4_variants.provenance.json",
+    log:
+        f"logs/tables/{EMELIN}/table4_variants.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        switches=lambda wc: json.dumps(
+            EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"], sort_keys=True
+        ),
+        title="Table 4: shortcut variants (EN-DE)",
+    shell:
+        "nmtvariants emelin2019-variants --scores {input:q} --switches {params.switches:q}"
+        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+
+
+rule emelin2019_params_speed:
+    input:
+        counts=lambda wc: [count for count, _ in emelin_speed_runs().values()],
+        models=lambda wc: [model for _, model in emelin_speed_runs().values()],
+    output:
+        md=f"{EMELIN_TABLES}/table5_params_speed.md",
+        csv=f"{EMELIN_TABLES}/table5_params_speed.csv",
+        provenance=f"{EMELIN_TABLES}/table5_params_speed.provenance.json",
+    log:
+        f"logs/tables/{EMELIN}/table5_params_speed.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        counts=lambda wc: [
+            f"{label}={count}" for label, (count, _) in emelin_speed_runs().items()
+        ],
+        # train_log.csv lies beside final.pt (not a declared output: training rewrites it as it goes)
+        logs=lambda wc: [
+            f"{label}={Path(model).parent}/train_log.csv"
+            for label, (_, model) in emelin_speed_runs().items()
+        ],
+        title="Table 5: parameters and training speed relative to the baseline",
+    shell:
+        "nmtvariants emelin2019-params --count {params.counts:q} --log {params.logs:q}"
+        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+
+
+rule emelin2019_probes:
+    input:
+        lambda wc: list(emelin_analysis("probes.csv").values()),
+    output:
+        md=f"{EMELIN_TABLES}/probes_{{breakdown}}.md",
+        csv=f"{EMELIN_TABLES}/probes_{{breakdown}}.csv",
+        provenance=f"{EMELIN_TABLES}/probes_{{breakdown}}.provenance.json",
+    log:
+        f"logs/tables/{EMELIN}/probes_{{breakdown}}.log",
+    wildcard_constraints:
+        breakdown="frequency|pos",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        kind=lambda wc: {"frequency": "frequency_bin", "pos": "pos"}[wc.breakdown],
+        title=lambda wc: f"Lexical probes by layer and {'frequency bin' if wc.breakdown == 'frequency' else 'source POS'}",
+    shell:
+        "nmtvariants emelin2019-probes --csv {input:q} --group-kind {params.kind:q}"
+        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+
+
+rule emelin2019_gates:
+    input:
+        lambda wc: list(emelin_analysis("gates.csv", shortcuts_only=True).values()),
+    output:
+        md=f"{EMELIN_TABLES}/gates.md",
+        csv=f"{EMELIN_TABLES}/gates.csv",
+        provenance=f"{EMELIN_TABLES}/gates.provenance.json",
+    log:
+        f"logs/tables/{EMELIN}/gates.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        title="Shortcut gate activations per layer",
+    shell:
+        "nmtvariants emelin2019-gates --csv {input:q} --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+
+
+rule emelin2019_contrawsd_table:
+    input:
+        lambda wc: list(emelin_contrawsd_results().values()),
+    output:
+        md=f"{EMELIN_TABLES}/contrawsd.md",
+        csv=f"{EMELIN_TABLES}/contrawsd.csv",
+        provenance=f"{EMELIN_TABLES}/contrawsd.provenance.json",
+    log:
+        f"logs/tables/{EMELIN}/contrawsd.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        results=lambda wc: emelin_labelled(emelin_contrawsd_results()),
+        title="ContraWSD: accuracy overall, per sense and per frequency class",
+    shell:
+        "nmtvariants emelin2019-contrawsd --result {params.results:q} --title {params.title:q}"
+        " --out {output.md:q} > {log:q} 2>&1"
+
+
+rule emelin2019_curves:
+    input:
+        lambda wc: (
+            list(emelin_analysis("probes.csv").values())
+            if wc.kind == "probes"
+            else f"results/{EMELIN_ANALYSED}/en-de/analysis/similarity.csv"
+        ),
+    output:
+        f"{EMELIN_FIGURES}/{{kind}}_{{side}}.csv",
+    log:
+        f"logs/figures/{EMELIN}/{{kind}}_{{side}}.log",
+    wildcard_constraints:
+        kind="probes|similarity",
+        side="encoder|decoder",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        value=lambda wc: "accuracy" if wc.kind == "probes" else "cosine",
+    shell:
+        "nmtvariants emelin2019-curves --csv {input:q} --value {params.value:q} --side {wildcards.side:q}"
+        " --out {output:q} > {log:q} 2>&1"

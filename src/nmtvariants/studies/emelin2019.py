@@ -1,0 +1,313 @@
+"""Emelin, Titov & Sennrich (2019), lexical shortcuts: the paper's tables from the workflow's files.
+
+Each builder takes what the study's rules (``rules/studies/emelin2019.smk``) produced -- score JSONs,
+parameter counts, training logs, the long CSVs of ``layer-probes``, ``similarity`` and ``gate-stats``,
+the JSON of ``contrawsd`` -- and returns one DataFrame, the rows of one table:
+
+* Table 1 / Table 2 (:func:`bleu_table`): tokenised BLEU and sacreBLEU per test set and their mean,
+  one block per pair (Table 1 is EN-DE, Table 2 the other pairs).
+* Table 4 (:func:`variants_table`): each shortcut variant's mean BLEU and its difference to the baseline.
+* Table 5 (:func:`params_speed_table`): parameters and training speed relative to the baseline.
+* The probe breakdowns (:func:`probe_breakdown`), the figure curves (:func:`layer_curves`), the gate
+  statistics (:func:`gate_table`) and ContraWSD accuracy (:func:`contrawsd_table`).
+
+Also :func:`pos_labels`, the source POS of every BPE token (the probes' POS breakdown), projected from a
+CoNLL-U parse of the tokenised text.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nmtvariants.errors import InputError
+from nmtvariants.fileio import PathLike, read_lines
+from nmtvariants.syntax.conllu import Sentence
+from nmtvariants.syntax.dep_labels import bpe_word_spans, head_word, surface_tokens
+
+MEAN = "mean"
+BLEU, TOK_BLEU = "BLEU", "tok. BLEU"
+SHORTCUT_OPTIONS = ("kind", "self_attention", "cross_attention", "source", "wiring")
+
+
+# --- Tables 1 and 2: BLEU ---------------------------------------------------------------------------
+
+
+def bleu_table(records: Sequence[Mapping[str, Any]], variants: Sequence[str] | None = None) -> pd.DataFrame:
+    """Rows ``experiment, pair, variant, testset, tok. BLEU, BLEU`` from score records (``evaluate``
+    JSONs, whose ``system`` is ``experiment/pair/variant``), test sets in the order first seen, then one
+    ``mean`` row per (experiment, pair, variant): the unweighted mean over its test sets, as the paper
+    averages the newstest years. ``variants`` orders the rows (default: first seen)."""
+    rows = []
+    for record in records:
+        experiment, pair, variant = [*record["system"].split("/"), "", ""][:3]
+        scores = record["scores"]
+        missing = [metric for metric in ("bleu", "tok-bleu") if metric not in scores]
+        if missing:
+            raise InputError(
+                f"score record of {record['system']} on {record['testset']}: no {', '.join(missing)}; "
+                "evaluate with --metrics bleu,tok-bleu"
+            )
+        rows.append(
+            {
+                "experiment": experiment,
+                "pair": pair,
+                "variant": variant,
+                "testset": record["testset"],
+                TOK_BLEU: float(scores["tok-bleu"]["score"]),
+                BLEU: float(scores["bleu"]["score"]),
+            }
+        )
+    if not rows:
+        raise InputError("bleu table: no score records")
+    frame = pd.DataFrame(rows)
+    order = list(variants) if variants else list(dict.fromkeys(frame["variant"]))
+    out = []
+    for experiment, pair in dict.fromkeys(zip(frame["experiment"], frame["pair"], strict=True)):
+        for variant in order:
+            block = frame[
+                (frame["experiment"] == experiment) & (frame["pair"] == pair) & (frame["variant"] == variant)
+            ]
+            if block.empty:
+                continue
+            out += block.to_dict("records")
+            out.append(
+                {
+                    "experiment": experiment,
+                    "pair": pair,
+                    "variant": variant,
+                    "testset": MEAN,
+                    TOK_BLEU: float(block[TOK_BLEU].mean()),
+                    BLEU: float(block[BLEU].mean()),
+                }
+            )
+    return pd.DataFrame(out, columns=["experiment", "pair", "variant", "testset", TOK_BLEU, BLEU])
+
+
+# --- Table 4: the shortcut variants ------------------------------------------------------------------
+
+
+def describe_variant(switches: Mapping[str, Any] | None) -> str:
+    """The shortcut options of a variant as the table shows them (``baseline`` without shortcuts)."""
+    if (switches or {}).get("shortcuts") is None:
+        return "baseline"
+    options = {"kind": "lexical", **switches["shortcuts"]}
+    return ", ".join(f"{key}={options[key]}" for key in SHORTCUT_OPTIONS if key in options)
+
+
+def variants_table(
+    bleu: pd.DataFrame, switches: Mapping[str, Mapping[str, Any] | None], baseline: str = "baseline"
+) -> pd.DataFrame:
+    """Rows ``experiment, pair, variant, shortcuts, tok. BLEU, BLEU, Δ BLEU``: each variant's mean over
+    the test sets (the ``mean`` rows of :func:`bleu_table`) and its sacreBLEU difference to the
+    ``baseline`` variant of the same experiment and pair."""
+    means = bleu[bleu["testset"] == MEAN]
+    rows = []
+    for experiment, pair in dict.fromkeys(zip(means["experiment"], means["pair"], strict=True)):
+        block = means[(means["experiment"] == experiment) & (means["pair"] == pair)].set_index("variant")
+        if baseline not in block.index:
+            raise InputError(f"table 4, {experiment} {pair}: no {baseline!r} variant to compare with")
+        for variant, row in block.iterrows():
+            rows.append(
+                {
+                    "experiment": experiment,
+                    "pair": pair,
+                    "variant": variant,
+                    "shortcuts": describe_variant(switches.get(variant)),
+                    TOK_BLEU: row[TOK_BLEU],
+                    BLEU: row[BLEU],
+                    "Δ BLEU": row[BLEU] - block.loc[baseline, BLEU],
+                }
+            )
+    columns = ["experiment", "pair", "variant", "shortcuts", TOK_BLEU, BLEU, "Δ BLEU"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# --- Table 5: parameters and training speed ---------------------------------------------------------
+
+
+def training_speed(train_log: PathLike) -> float:
+    """Target tokens per second over a run's training log (``train_log.csv``): every logged training
+    window's tokens over its time (tokens / tok_per_s), summed, so long and short windows weigh by
+    their duration."""
+    tokens = seconds = 0.0
+    with open(train_log, newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.DictReader(handle), start=2):
+            if row.get("split") != "train":
+                continue
+            try:
+                window_tokens, speed = float(row["tokens"]), float(row["tok_per_s"])
+            except (KeyError, TypeError, ValueError):
+                raise InputError(
+                    f"{train_log}:{number}: no numeric tokens / tok_per_s; re-run training"
+                ) from None
+            if speed <= 0:
+                raise InputError(f"{train_log}:{number}: tok_per_s {speed} is not positive")
+            tokens += window_tokens
+            seconds += window_tokens / speed
+    if seconds == 0:
+        raise InputError(f"{train_log}: no training rows; is this a finished run's train_log.csv?")
+    return tokens / seconds
+
+
+def params_speed_table(
+    params: Mapping[str, int], speeds: Mapping[str, float], baseline: str = "baseline"
+) -> pd.DataFrame:
+    """Rows ``experiment, variant, parameters, parameters (K), tokens/s, relative speed`` (Table 5) for
+    runs labelled ``experiment/variant``, in the order of ``params``; the relative speed is the run's
+    training speed over that of the ``baseline`` variant of the same experiment."""
+    rows = []
+    for label, count in params.items():
+        experiment, _, variant = label.rpartition("/")
+        reference = f"{experiment}/{baseline}" if experiment else baseline
+        if reference not in speeds:
+            raise InputError(f"table 5: no {reference!r} run to compare the training speed of {label!r} with")
+        rows.append(
+            {
+                "experiment": experiment,
+                "variant": variant,
+                "parameters": int(count),
+                "parameters (K)": round(count / 1000),
+                "tokens/s": float(speeds[label]),
+                "relative speed": float(speeds[label]) / float(speeds[reference]),
+            }
+        )
+    columns = ["experiment", "variant", "parameters", "parameters (K)", "tokens/s", "relative speed"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def read_count(path: PathLike) -> int:
+    """The parameter count ``nmtvariants count-params`` printed (its first line)."""
+    lines = list(read_lines(path))
+    try:
+        return int(lines[0])
+    except (IndexError, ValueError):
+        raise InputError(f"{path}:1: expected the parameter count of `nmtvariants count-params`") from None
+
+
+# --- probes, similarity, gates ------------------------------------------------------------------------
+
+
+def probe_breakdown(probes: pd.DataFrame, group_kind: str) -> pd.DataFrame:
+    """Held-out probe accuracy per layer and group: rows ``variant, side, layer`` and one column per
+    group of ``group_kind`` (``frequency_bin``: 1 = rarest .. 10; or a label grouping such as ``pos``),
+    plus ``all``; rows in the CSV's order."""
+    wanted = probes[probes["group_kind"] == group_kind]
+    if wanted.empty:
+        raise InputError(f"probe breakdown: no {group_kind!r} groups in the layer-probes CSV")
+    overall = probes[probes["group_kind"] == "all"].set_index(["variant", "side", "layer"])["accuracy"]
+    table = wanted.pivot_table(
+        index=["variant", "side", "layer"], columns="group", values="accuracy", aggfunc="first", sort=False
+    )
+    groups = sorted(table.columns, key=lambda label: (0, int(label)) if str(label).isdigit() else (1, label))
+    table = table[groups]
+    table["all"] = overall.reindex(table.index)
+    table.columns = [str(column) for column in table.columns]
+    return table.reset_index()
+
+
+def layer_curves(frame: pd.DataFrame, value: str, side: str, group_kind: str | None = "all") -> pd.DataFrame:
+    """The long CSV of one ``layers`` figure: ``variant, layer, <value>`` of one side (probe accuracy
+    overall, or a similarity column), in the given order."""
+    rows = frame[frame["side"] == side]
+    if group_kind is not None and "group_kind" in rows:
+        rows = rows[rows["group_kind"] == group_kind]
+    if rows.empty:
+        raise InputError(f"no {side} rows for the {value} curves")
+    return rows[["variant", "layer", value]].reset_index(drop=True)
+
+
+def gate_table(gates: pd.DataFrame) -> pd.DataFrame:
+    """Gate activations per variant, side, layer, attention and gate (key/value): mean, std and the
+    fraction above 0.5."""
+    columns = ["variant", "side", "layer", "attention", "gate", "mean", "std", "above_half", "positions"]
+    return gates[columns].reset_index(drop=True)
+
+
+# --- ContraWSD -------------------------------------------------------------------------------------------
+
+
+def contrawsd_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows ``variant, breakdown, group, correct, total, accuracy`` from the JSON reports of
+    ``nmtvariants contrawsd`` per variant: overall, per ambiguous word sense (``word:sense``) and per
+    frequency class of the sense."""
+    rows = []
+    for variant, result in results.items():
+        rows.append(
+            {
+                "variant": variant,
+                "breakdown": "overall",
+                "group": "all",
+                "correct": int(result["correct"]),
+                "total": int(result["n_elements"]),
+                "accuracy": float(result["accuracy"]),
+            }
+        )
+        for kind, key, label in (("sense", "by_category", "category"), ("frequency", "by_frequency", "bin")):
+            for entry in result[key]:
+                rows.append(
+                    {
+                        "variant": variant,
+                        "breakdown": kind,
+                        "group": entry[label],
+                        "correct": int(entry["correct"]),
+                        "total": int(entry["total"]),
+                        "accuracy": float(entry["accuracy"]),
+                    }
+                )
+    return pd.DataFrame(rows, columns=["variant", "breakdown", "group", "correct", "total", "accuracy"])
+
+
+# --- source POS per BPE token ---------------------------------------------------------------------------
+
+
+def pos_labels(sentence: Sentence, bpe_line: str, where: str) -> list[str]:
+    """One UPOS per BPE token: every subword of a word takes the UPOS of the parsed word (a multiword
+    token: its syntactic head word's) in which that word's first character lies. Words are matched by
+    their characters, spaces aside and case-insensitively (truecasing changes the first word), with
+    Moses' ``@-@`` (aggressive hyphen splitting) read as ``-``."""
+    owners: list[str] = []
+    characters: list[str] = []
+    for form, ids in surface_tokens(sentence):
+        upos = sentence.words[head_word(sentence, ids) - 1].upos
+        for char in form.lower():
+            owners.append(upos)
+            characters.append(char)
+    labels: list[str] = []
+    position = 0
+    for word, first, end in bpe_word_spans(bpe_line):
+        text = ("-" if word == "@-@" else word).lower()
+        if characters[position : position + len(text)] != list(text):
+            found = "".join(characters[position : position + len(text)]) or "the end of the parse"
+            raise InputError(
+                f"{where}: BPE word {word!r} at character {position + 1} but {found!r} in the parse; "
+                "parse the same text the BPE was applied to"
+            )
+        labels += [owners[position]] * (end - first)
+        position += len(text)
+    if position != len(characters):
+        raise InputError(f"{where}: the BPE line ends before the parse does; parse the same text")
+    return labels
+
+
+def pos_lines(
+    sentences: Iterable[Sentence], bpe_lines: Iterable[str], conllu: str, bpe: str
+) -> Iterator[str]:
+    """The POS grouping file (one label per BPE token, line-parallel) of a parsed, BPE'd text."""
+    parsed, lines = list(sentences), list(bpe_lines)
+    if len(parsed) != len(lines):
+        raise InputError(f"{conllu} has {len(parsed)} sentences but {bpe} has {len(lines)} lines")
+    for number, (sentence, line) in enumerate(zip(parsed, lines, strict=True), start=1):
+        yield " ".join(pos_labels(sentence, line, f"{bpe}:{number} vs {conllu}:{sentence.line}"))
+
+
+def label_of(spec: str) -> tuple[str, Path]:
+    """``LABEL=FILE`` -> (label, path); every table input names its variant this way."""
+    label, sep, path = spec.partition("=")
+    if not sep or not label or not path:
+        raise InputError(f"{spec!r}: expected VARIANT=FILE")
+    return label, Path(path)

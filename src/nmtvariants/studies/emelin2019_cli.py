@@ -1,0 +1,200 @@
+"""Commands of the lexical-shortcuts study (Emelin et al. 2019) for ``rules/studies/emelin2019.smk``.
+
+Each table command reads the files the study's rules wrote, names every input's variant as
+``VARIANT=FILE``, and writes the table with :func:`nmtvariants.reporting.tables.write_table` (markdown,
+CSV and provenance record)::
+
+    nmtvariants emelin2019-bleu --scores S.json ... --pairs en-de --title T --out table1.md
+    nmtvariants emelin2019-variants --scores S.json ... --switches '{"lexical": {...}}' --out table4.md
+    nmtvariants emelin2019-params --count baseline=N.txt ... --log baseline=train_log.csv ... --out table5.md
+    nmtvariants emelin2019-probes --csv probes.csv ... --group-kind frequency_bin --out probes_frequency.md
+    nmtvariants emelin2019-gates --csv gates.csv ... --out gates.md
+    nmtvariants emelin2019-contrawsd --result baseline=contrawsd.json ... --out contrawsd.md
+    nmtvariants emelin2019-curves --csv probes.csv ... --value accuracy --side encoder --out fig.csv
+    nmtvariants emelin2019-pos --conllu test.en.conllu --bpe bpe/test.en -o test.pos.en
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.evaluation.results import read_scores_json
+from nmtvariants.fileio import atomic_write, read_lines, write_lines
+from nmtvariants.reporting.tables import write_table
+from nmtvariants.studies import emelin2019 as tables
+from nmtvariants.syntax.conllu import read_conllu
+
+
+def _read_csvs(paths: list[str]) -> pd.DataFrame:
+    frames = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise InputError(f"{path}: file not found; run the analysis step that writes it")
+        frames.append(pd.read_csv(path, keep_default_na=False))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from None
+
+
+def _bleu_frame(args: argparse.Namespace) -> pd.DataFrame:
+    records = [read_scores_json(path) for path in args.scores]
+    frame = tables.bleu_table(records, args.variants)
+    if args.pairs:
+        frame = frame[frame["pair"].isin(args.pairs)].reset_index(drop=True)
+    if args.exclude_pairs:
+        frame = frame[~frame["pair"].isin(args.exclude_pairs)].reset_index(drop=True)
+    if frame.empty:
+        raise InputError("no score records of the requested pairs")
+    return frame
+
+
+def run_bleu(args: argparse.Namespace) -> int:
+    notes = (
+        "BLEU: sacreBLEU on the detokenised output; tok. BLEU: BLEU of the Moses-tokenised output "
+        "against the tokenised reference (the paper's second figure). `mean`: the unweighted mean over "
+        "the test sets."
+    )
+    write_table(_bleu_frame(args), args.out, args.title, notes, args.scores)
+    return 0
+
+
+def run_variants(args: argparse.Namespace) -> int:
+    try:
+        switches = json.loads(args.switches)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"--switches: not valid JSON ({error.msg} at character {error.pos})") from None
+    frame = tables.variants_table(_bleu_frame(args), switches, args.baseline)
+    notes = f"Mean over the test sets; Δ BLEU: sacreBLEU difference to `{args.baseline}`."
+    write_table(frame, args.out, args.title, notes, args.scores)
+    return 0
+
+
+def run_params(args: argparse.Namespace) -> int:
+    counts = dict(tables.label_of(spec) for spec in args.count)
+    logs = dict(tables.label_of(spec) for spec in args.log)
+    if set(counts) != set(logs):
+        raise ConfigError(f"--count variants {sorted(counts)} differ from --log variants {sorted(logs)}")
+    params = {variant: tables.read_count(path) for variant, path in counts.items()}
+    speeds = {variant: tables.training_speed(path) for variant, path in logs.items()}
+    frame = tables.params_speed_table(params, speeds, args.baseline)
+    notes = (
+        "Parameters: `nmtvariants count-params` of each run's model and vocabulary. Training speed: target "
+        f"tokens per second over each run's train_log.csv, relative to `{args.baseline}`; runs that "
+        "shared the machine with other jobs are slowed by them, so compare runs trained side by side."
+    )
+    write_table(frame, args.out, args.title, notes, [*counts.values(), *logs.values()])
+    return 0
+
+
+def run_probes(args: argparse.Namespace) -> int:
+    frame = tables.probe_breakdown(_read_csvs(args.csv), args.group_kind)
+    notes = f"Held-out lexical-probe accuracy per layer (0 = embeddings) by {args.group_kind}."
+    if args.group_kind == "frequency_bin":
+        notes += " Ten equal-sized bins of sub-word types, 1 the rarest; 0: types unseen in training."
+    write_table(frame, args.out, args.title, notes, args.csv)
+    return 0
+
+
+def run_gates(args: argparse.Namespace) -> int:
+    frame = tables.gate_table(_read_csvs(args.csv))
+    notes = "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part."
+    write_table(frame, args.out, args.title, notes, args.csv)
+    return 0
+
+
+def run_contrawsd(args: argparse.Namespace) -> int:
+    results = {variant: _read_json(path) for variant, path in map(tables.label_of, args.result)}
+    frame = tables.contrawsd_table(results)
+    notes = (
+        "An item is correct only if the reference's mean token NLL is lower than every contrastive "
+        "translation's; every candidate went through the model's own preprocessing chain."
+    )
+    write_table(frame, args.out, args.title, notes, [path for _, path in map(tables.label_of, args.result)])
+    return 0
+
+
+def run_curves(args: argparse.Namespace) -> int:
+    frame = tables.layer_curves(_read_csvs(args.csv), args.value, args.side)
+    with atomic_write(args.out) as out:
+        frame.to_csv(out, index=False)
+    return 0
+
+
+def run_pos(args: argparse.Namespace) -> int:
+    lines = tables.pos_lines(read_conllu(args.conllu), read_lines(args.bpe), args.conllu, args.bpe)
+    write_lines(args.output, list(lines))
+    return 0
+
+
+def _table_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="table (.md; .csv and .provenance.json beside it)")
+    parser.add_argument("--title", required=True)
+
+
+def _score_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scores", nargs="+", required=True, help="evaluate JSONs (bleu and tok-bleu)")
+    parser.add_argument("--variants", nargs="+", help="row order of the variants")
+    parser.add_argument("--pairs", nargs="+", help="keep only these pairs")
+    parser.add_argument("--exclude-pairs", nargs="+", help="drop these pairs")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    bleu = subparsers.add_parser("emelin2019-bleu", help="Emelin et al. Tables 1-2: BLEU per test set + mean")
+    _score_args(bleu)
+    _table_args(bleu)
+    bleu.set_defaults(func=run_bleu)
+
+    variants = subparsers.add_parser("emelin2019-variants", help="Emelin et al. Table 4: shortcut variants")
+    _score_args(variants)
+    variants.add_argument("--switches", required=True, help="JSON: variant -> its variant switches")
+    variants.add_argument("--baseline", default="baseline")
+    _table_args(variants)
+    variants.set_defaults(func=run_variants)
+
+    params = subparsers.add_parser("emelin2019-params", help="Emelin et al. Table 5: parameters and speed")
+    params.add_argument("--count", nargs="+", required=True, metavar="LABEL=FILE", help="count-params output")
+    params.add_argument("--log", nargs="+", required=True, metavar="LABEL=FILE", help="train_log.csv")
+    params.add_argument("--baseline", default="baseline")
+    _table_args(params)
+    params.set_defaults(func=run_params)
+
+    probes = subparsers.add_parser("emelin2019-probes", help="lexical-probe accuracy by frequency bin or POS")
+    probes.add_argument("--csv", nargs="+", required=True, help="layer-probes CSVs")
+    probes.add_argument("--group-kind", required=True, help="frequency_bin, or a grouping such as pos")
+    _table_args(probes)
+    probes.set_defaults(func=run_probes)
+
+    gates = subparsers.add_parser("emelin2019-gates", help="shortcut gate activations per layer")
+    gates.add_argument("--csv", nargs="+", required=True, help="gate-stats CSVs")
+    _table_args(gates)
+    gates.set_defaults(func=run_gates)
+
+    wsd = subparsers.add_parser("emelin2019-contrawsd", help="ContraWSD accuracy by sense, class")
+    wsd.add_argument("--result", nargs="+", required=True, metavar="LABEL=FILE", help="contrawsd JSON")
+    _table_args(wsd)
+    wsd.set_defaults(func=run_contrawsd)
+
+    curves = subparsers.add_parser("emelin2019-curves", help="the long CSV of a per-layer figure")
+    curves.add_argument("--csv", nargs="+", required=True, help="layer-probes or similarity CSVs")
+    curves.add_argument("--value", required=True, help="accuracy (probes) or cosine (similarity)")
+    curves.add_argument("--side", required=True, choices=("encoder", "decoder"))
+    curves.add_argument("--out", required=True, help="figure CSV")
+    curves.set_defaults(func=run_curves)
+
+    pos = subparsers.add_parser("emelin2019-pos", help="UPOS per BPE token from a CoNLL-U parse")
+    pos.add_argument("--conllu", required=True, help="parse of the tokenised text")
+    pos.add_argument("--bpe", required=True, help="the BPE'd text (line-parallel)")
+    pos.add_argument("-o", "--output", required=True)
+    pos.set_defaults(func=run_pos)

@@ -1,0 +1,438 @@
+"""The lexical-shortcuts study (Emelin et al. 2019): its table builders against hand-made inputs with rows
+computed by hand, its commands end to end on small files, and its rules on the real planner
+(`snakemake -n`): each table plans only what it needs, and the default DAG holds every table and figure
+the study registers."""
+
+from __future__ import annotations
+
+import csv
+import json
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from workflow_configs import dry_run_jobs, snakemake
+
+from nmtvariants.cli import main
+from nmtvariants.errors import InputError
+from nmtvariants.studies import emelin2019 as tables
+from nmtvariants.syntax.conllu import make_sentence, write_conllu
+
+
+def score_record(system: str, testset: str, bleu: float, tok_bleu: float) -> dict:
+    return {
+        "system": system,
+        "testset": testset,
+        "scores": {
+            "bleu": {"score": bleu, "signature": "nrefs:1|tok:13a"},
+            "tok-bleu": {"score": tok_bleu, "signature": "nrefs:1|tok:none"},
+        },
+    }
+
+
+RECORDS = [
+    score_record("e/en-de/baseline", "nt14", 20.0, 21.0),
+    score_record("e/en-de/baseline", "nt15", 30.0, 32.0),
+    score_record("e/en-de/lexical", "nt14", 21.0, 22.5),
+    score_record("e/en-de/lexical", "nt15", 30.5, 31.5),
+    score_record("e/en-ru/baseline", "nt17", 10.0, 11.0),
+]
+
+
+# --- Tables 1, 2 and 4 -------------------------------------------------------------------------------
+
+
+def test_bleu_table_rows_and_means():
+    frame = tables.bleu_table(RECORDS, ["baseline", "lexical"])
+    assert list(frame.columns) == ["experiment", "pair", "variant", "testset", "tok. BLEU", "BLEU"]
+    assert frame.values.tolist() == [
+        ["e", "en-de", "baseline", "nt14", 21.0, 20.0],
+        ["e", "en-de", "baseline", "nt15", 32.0, 30.0],
+        ["e", "en-de", "baseline", "mean", 26.5, 25.0],  # (21 + 32) / 2, (20 + 30) / 2
+        ["e", "en-de", "lexical", "nt14", 22.5, 21.0],
+        ["e", "en-de", "lexical", "nt15", 31.5, 30.5],
+        ["e", "en-de", "lexical", "mean", 27.0, 25.75],
+        ["e", "en-ru", "baseline", "nt17", 11.0, 10.0],
+        ["e", "en-ru", "baseline", "mean", 11.0, 10.0],
+    ]
+
+
+def test_bleu_table_needs_tokenised_bleu():
+    record = score_record("e/en-de/baseline", "nt14", 20.0, 21.0)
+    del record["scores"]["tok-bleu"]
+    with pytest.raises(InputError, match="no tok-bleu; evaluate with --metrics bleu,tok-bleu"):
+        tables.bleu_table([record])
+
+
+def test_variants_table_differences_to_the_baseline():
+    switches = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}, "warmup": 300}}
+    frame = tables.variants_table(tables.bleu_table(RECORDS[:4]), switches)
+    assert frame.to_dict("records") == [
+        {
+            "experiment": "e",
+            "pair": "en-de",
+            "variant": "baseline",
+            "shortcuts": "baseline",
+            "tok. BLEU": 26.5,
+            "BLEU": 25.0,
+            "Δ BLEU": 0.0,
+        },
+        {
+            "experiment": "e",
+            "pair": "en-de",
+            "variant": "lexical",
+            "shortcuts": "kind=lexical",
+            "tok. BLEU": 27.0,
+            "BLEU": 25.75,
+            "Δ BLEU": 0.75,
+        },
+    ]
+    assert (
+        tables.describe_variant({"shortcuts": {"cross_attention": True, "self_attention": "none"}})
+        == "kind=lexical, self_attention=none, cross_attention=True"
+    )
+    with pytest.raises(InputError, match="no 'baseline' variant"):
+        tables.variants_table(tables.bleu_table(RECORDS[2:4]), switches)
+
+
+# --- Table 5 -------------------------------------------------------------------------------------------
+
+
+def write_train_log(path: Path, windows: list[tuple[int, float]]) -> Path:
+    """A train_log.csv with training windows (tokens, seconds) and a validation row between them."""
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(
+            ["update", "epoch", "split", "loss", "nll", "ppl", "lr", "tokens", "tok_per_s", "elapsed_s"]
+        )
+        for update, (tokens, seconds) in enumerate(windows, start=1):
+            writer.writerow([update * 10, 1, "train", 5, 5, 148, 1e-3, tokens, tokens / seconds])
+            writer.writerow([update * 10, 1, "valid", 5, 5, 148, "", "", ""])
+    return path
+
+
+def test_training_speed_weighs_windows_by_their_time(tmp_path):
+    log = write_train_log(tmp_path / "train_log.csv", [(1000, 1.0), (3000, 4.0), (500, 0.5)])
+    # by hand: 4500 tokens in 5.5 seconds (the unweighted mean of the window speeds would be 916.7)
+    assert tables.training_speed(log) == pytest.approx(4500 / 5.5)
+
+
+def test_training_speed_of_a_log_without_training_rows(tmp_path):
+    log = tmp_path / "train_log.csv"
+    log.write_text("update,epoch,split,loss,nll,ppl,lr,tokens,tok_per_s,elapsed_s\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no training rows"):
+        tables.training_speed(log)
+
+
+def test_params_speed_table_relative_to_each_experiments_baseline():
+    params = {
+        "e/baseline": 65_166_000,
+        "e/lexical": 71_470_499,
+        "big/baseline": 218_413_000,
+        "big/ff": 293_935_100,
+    }
+    speeds = {"e/baseline": 2000.0, "e/lexical": 1500.0, "big/baseline": 800.0, "big/ff": 600.0}
+    frame = tables.params_speed_table(params, speeds)
+    assert frame.to_dict("records") == [
+        {"experiment": "e", "variant": "baseline", "parameters": 65_166_000, "parameters (K)": 65_166,
+         "tokens/s": 2000.0, "relative speed": 1.0},
+        {"experiment": "e", "variant": "lexical", "parameters": 71_470_499, "parameters (K)": 71_470,
+         "tokens/s": 1500.0, "relative speed": 0.75},
+        {"experiment": "big", "variant": "baseline", "parameters": 218_413_000, "parameters (K)": 218_413,
+         "tokens/s": 800.0, "relative speed": 1.0},
+        {"experiment": "big", "variant": "ff", "parameters": 293_935_100, "parameters (K)": 293_935,
+         "tokens/s": 600.0, "relative speed": 0.75},
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="no 'x/baseline' run"):
+        tables.params_speed_table({"x/lexical": 1}, {"x/lexical": 1.0})
+
+
+def test_the_params_command_reads_count_params_and_train_logs(tmp_path):
+    """emelin2019-params on the output of the real `count-params` and two hand-made train logs."""
+    counts = {}
+    for variant, switches in (("baseline", {}), ("lexical", {"shortcuts": {"kind": "lexical"}})):
+        config = tmp_path / f"{variant}.yaml"
+        config.write_text(json.dumps({"preset": "tiny", "variant": switches}), encoding="utf-8")
+        counts[variant] = tmp_path / f"{variant}.txt"
+        with open(counts[variant], "w", encoding="utf-8") as out, redirect_stdout(out):
+            assert main(["count-params", "--config", str(config), "--vocab-size", "100"]) == 0
+    logs = {
+        "baseline": write_train_log(tmp_path / "b.csv", [(1000, 1.0)]),
+        "lexical": write_train_log(tmp_path / "l.csv", [(900, 1.0), (900, 2.0)]),
+    }
+    out = tmp_path / "table5.md"
+    args = ["emelin2019-params", "--title", "T5", "--out", str(out), "--count"]
+    args += [f"e/{v}={p}" for v, p in counts.items()] + ["--log"] + [f"e/{v}={p}" for v, p in logs.items()]
+    assert main(args) == 0
+    rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+    d, layers = 64, 4  # tiny: d 64, 2 + 2 self-attention sub-layers, each gated with 2d^2 + 2d (eqs 5-10)
+    baseline = int(counts["baseline"].read_text().split()[0])
+    assert [row["parameters"] for row in rows] == [baseline, baseline + layers * (2 * d * d + 2 * d)]
+    assert [row["relative speed"] for row in rows] == [1.0, pytest.approx(1800 / 3 / 1000)]
+    assert json.loads(out.with_suffix(".provenance.json").read_text())["title"] == "T5"
+
+
+# --- probes, gates, figures ------------------------------------------------------------------------------
+
+
+def probe_rows() -> pd.DataFrame:
+    rows = []
+    for variant, shift in (("baseline", 0.0), ("lexical", 0.1)):
+        for layer in (0, 1):
+            base = {"variant": variant, "side": "encoder", "layer": layer, "name": f"encoder.l{layer}"}
+            rows.append({**base, "group_kind": "all", "group": "all", "accuracy": 0.5 + shift})
+            for label, accuracy in (("10", 0.9), ("2", 0.2), ("1", 0.1)):
+                accuracy -= layer / 10
+                rows.append({**base, "group_kind": "frequency_bin", "group": label, "accuracy": accuracy})
+            for label, accuracy in (("NOUN", 0.4), ("DET", 0.8)):
+                rows.append({**base, "group_kind": "pos", "group": label, "accuracy": accuracy})
+    return pd.DataFrame(rows)
+
+
+def test_probe_breakdown_by_frequency_bin_in_numeric_order():
+    frame = tables.probe_breakdown(probe_rows(), "frequency_bin")
+    assert list(frame.columns) == ["variant", "side", "layer", "1", "2", "10", "all"]
+    assert frame.round(6).values.tolist() == [
+        ["baseline", "encoder", 0, 0.1, 0.2, 0.9, 0.5],
+        ["baseline", "encoder", 1, 0.0, 0.1, 0.8, 0.5],
+        ["lexical", "encoder", 0, 0.1, 0.2, 0.9, 0.6],
+        ["lexical", "encoder", 1, 0.0, 0.1, 0.8, 0.6],
+    ]
+    pos = tables.probe_breakdown(probe_rows(), "pos")
+    assert list(pos.columns) == ["variant", "side", "layer", "DET", "NOUN", "all"]
+    with pytest.raises(InputError, match="no 'dep' groups"):
+        tables.probe_breakdown(probe_rows(), "dep")
+
+
+def test_layer_curves_keep_the_overall_rows_of_one_side():
+    frames = probe_rows()
+    curves = tables.layer_curves(frames, "accuracy", "encoder")
+    assert curves.values.tolist() == [
+        ["baseline", 0, 0.5],
+        ["baseline", 1, 0.5],
+        ["lexical", 0, 0.6],
+        ["lexical", 1, 0.6],
+    ]
+    with pytest.raises(InputError, match="no decoder rows"):
+        tables.layer_curves(frames, "accuracy", "decoder")
+
+
+# --- ContraWSD --------------------------------------------------------------------------------------------
+
+
+def contrawsd_item(word: str, sense: str, frequency: str, contrastives: int) -> dict:
+    return {
+        "source": f"the {word} .",
+        "reference": f"der {sense} .",
+        "errors": [{"contrastive": f"der x{i} ."} for i in range(contrastives)],
+        "ambig word": word,
+        "sense": sense,
+        "frequency of sense/ambig word in wmt16": frequency,
+    }
+
+
+def test_contrawsd_table_from_the_contrawsd_command(tmp_path):
+    """Three items scored by hand (mean NLL, lower is better): the first is right, the second loses to
+    one of its two contrastives, the third ties (a tie is an error)."""
+    testset = tmp_path / "set.json"
+    items = [
+        contrawsd_item("bank", "Ufer", "10/40", 1),
+        contrawsd_item("bank", "Bank", "30/40", 2),
+        contrawsd_item("seal", "Robbe", "60/60", 1),
+    ]
+    testset.write_text(json.dumps(items), encoding="utf-8")
+    scores = tmp_path / "scores.txt"
+    scores.write_text("1.0\n2.0\n1.5\n1.4\n3.0\n2.0\n2.0\n", encoding="utf-8")
+    result = tmp_path / "result.json"
+    assert main(["contrawsd", "--json", str(testset), "--scores", str(scores), "--out-json", str(result),
+                 "--out-csv", str(tmp_path / "r.csv")]) == 0  # fmt: skip
+    out = tmp_path / "contrawsd.md"
+    assert (
+        main(["emelin2019-contrawsd", "--result", f"lexical={result}", "--title", "W", "--out", str(out)])
+        == 0
+    )
+    rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+    assert [(r["breakdown"], r["group"], r["correct"], r["total"]) for r in rows] == [
+        ("overall", "all", 1, 3),
+        ("sense", "bank:Bank", 0, 1),
+        ("sense", "bank:Ufer", 1, 1),
+        ("sense", "seal:Robbe", 0, 1),
+        ("frequency", "0-20", 1, 1),
+        ("frequency", ">20", 0, 1),
+        ("frequency", ">50", 0, 1),
+    ]
+    assert rows[0]["accuracy"] == pytest.approx(1 / 3) and {r["variant"] for r in rows} == {"lexical"}
+
+
+# --- POS per BPE token ---------------------------------------------------------------------------------
+
+
+def test_pos_labels_follow_words_through_truecasing_bpe_and_hyphen_splitting():
+    sentence = make_sentence(
+        ["The", "dark-blue", "plate", "falls", "."],
+        [3, 3, 4, 0, 4],
+        ["det", "amod", "nsubj", "root", "punct"],
+        upos=["DET", "ADJ", "NOUN", "VERB", "PUNCT"],
+    )
+    # truecased, Moses -a splits the hyphen as @-@, and BPE splits that token too
+    line = "the d@@ ar@@ k @@@ -@@ @ blue pl@@ ate fal@@ ls ."
+    assert tables.pos_labels(sentence, line, "x") == [
+        "DET", "ADJ", "ADJ", "ADJ", "ADJ", "ADJ", "ADJ", "ADJ", "NOUN", "NOUN", "VERB", "VERB", "PUNCT",
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="x: BPE word 'plates' at character 13 but 'platef' in the parse"):
+        tables.pos_labels(sentence, "the dark @-@ blue plates falls .", "x")
+    with pytest.raises(InputError, match="x: the BPE line ends before the parse does"):
+        tables.pos_labels(sentence, "the dark @-@ blue plate", "x")
+
+
+def test_the_pos_command_writes_one_label_per_bpe_token(tmp_path):
+    sentences = [
+        make_sentence(
+            ["A", "cat", "sleeps"], [2, 3, 0], ["det", "nsubj", "root"], upos=["DET", "NOUN", "VERB"]
+        ),
+        make_sentence(["Dogs", "run"], [2, 0], ["nsubj", "root"], upos=["NOUN", "VERB"]),
+    ]
+    conllu = tmp_path / "test.en.conllu"
+    write_conllu(conllu, sentences)
+    bpe = tmp_path / "test.en"
+    bpe.write_text("a c@@ at sle@@ ep@@ s\ndogs run\n", encoding="utf-8")
+    out = tmp_path / "pos.en"
+    assert main(["emelin2019-pos", "--conllu", str(conllu), "--bpe", str(bpe), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").splitlines() == ["DET NOUN NOUN VERB VERB VERB", "NOUN VERB"]
+    bpe.write_text("a c@@ at sle@@ ep@@ s\n", encoding="utf-8")
+    assert main(["emelin2019-pos", "--conllu", str(conllu), "--bpe", str(bpe), "-o", str(out)]) == 2
+
+
+def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
+    paths = []
+    for index, record in enumerate(RECORDS):
+        paths.append(tmp_path / f"{index}.scores.json")
+        paths[-1].write_text(json.dumps(record), encoding="utf-8")
+    out = tmp_path / "table2.md"
+    args = ["emelin2019-bleu", "--scores", *map(str, paths), "--exclude-pairs", "en-de", "--title", "T2"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert pd.read_csv(out.with_suffix(".csv")).values.tolist() == [
+        ["e", "en-ru", "baseline", "nt17", 11.0, 10.0],
+        ["e", "en-ru", "baseline", "mean", 11.0, 10.0],
+    ]
+    provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
+    assert [source["path"] for source in provenance["sources"]] == [path.as_posix() for path in paths]
+    assert out.read_text(encoding="utf-8").startswith("# T2\n")
+
+
+# --- the workflow ----------------------------------------------------------------------------------------
+
+TABLES = [
+    "emelin2019",  # the scores table every experiment gets
+    "table1_bleu",
+    "table4_variants",
+    "table5_params_speed",
+    "probes_frequency",
+    "probes_pos",
+    "gates",
+    "contrawsd",
+]
+FIGURES = ["probes_encoder", "probes_decoder", "similarity_encoder", "similarity_decoder"]
+
+
+def planned(*args: str) -> dict[str, int]:
+    result = snakemake("-n", "-p", "--forceall", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    counts: dict[str, int] = {}
+    for job in dry_run_jobs(result.stdout):
+        counts[job["rule"]] = counts.get(job["rule"], 0) + 1
+    return counts
+
+
+ANALYSIS = {"emelin2019_states", "emelin2019_layer_probes", "emelin2019_similarity", "emelin2019_gate_stats"}
+CONTRAWSD = {"emelin2019_contrawsd_expand", "emelin2019_contrawsd_score", "emelin2019_contrawsd"}
+DECODING = {"translate", "postprocess", "evaluate"}
+
+
+@pytest.mark.parametrize(
+    ("table", "needed", "not_needed"),
+    [
+        # BLEU tables: the three runs decoded and scored, no analysis
+        ("table1_bleu", {"train": 3, "translate": 3, "evaluate": 3}, ANALYSIS | CONTRAWSD),
+        ("table4_variants", {"train": 3, "evaluate": 3}, ANALYSIS | CONTRAWSD),
+        # parameters and speed: trained runs and count-params, nothing decoded or averaged
+        (
+            "table5_params_speed",
+            {"train": 3, "emelin2019_count_params": 3},
+            DECODING | {"average"} | ANALYSIS,
+        ),
+        # probes: states of the three averaged models, POS from the parse, nothing decoded
+        (
+            "probes_pos",
+            {
+                "train": 3,
+                "average": 3,
+                "emelin2019_states": 3,
+                "emelin2019_layer_probes": 3,
+                "emelin2019_pos": 1,
+            },
+            DECODING | CONTRAWSD | {"emelin2019_similarity"},
+        ),
+        # gates: the two shortcut runs only
+        ("gates", {"train": 2, "emelin2019_gate_stats": 2}, DECODING | {"emelin2019_states"}),
+        # ContraWSD: one expansion through the en-de chain, three scorings, no decoding
+        (
+            "contrawsd",
+            {"train": 3, "emelin2019_contrawsd_expand": 1, "emelin2019_contrawsd_score": 3},
+            DECODING,
+        ),
+    ],
+)
+def test_each_table_plans_only_what_it_needs(table, needed, not_needed):
+    counts = planned(f"results/tables/emelin2019/{table}.md")
+    assert {rule: counts.get(rule, 0) for rule in needed} == needed
+    assert not_needed.isdisjoint(counts), sorted(not_needed & set(counts))
+    others = {f"emelin2019_{name}" for name in ("bleu", "variants", "params_speed", "probes", "gates")}
+    assert sum(counts.get(rule, 0) for rule in others | {"emelin2019_contrawsd_table"}) == 1
+    assert "report" not in counts and "figure" not in counts
+
+
+def test_a_figure_plans_its_curves_and_not_the_tables():
+    counts = planned("results/figures/emelin2019/similarity_decoder.png")
+    assert counts["emelin2019_similarity"] == 1 and counts["emelin2019_states"] == 3
+    assert counts["emelin2019_curves"] == 1 and counts["figure"] == 1
+    assert "emelin2019_layer_probes" not in counts and not DECODING & set(counts)
+
+
+def test_the_default_dag_holds_every_table_and_figure_of_the_study():
+    result = snakemake("-n", "--forceall")
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = {job["rule"]: job for job in dry_run_jobs(result.stdout)}
+    inputs = jobs["all"]["input"].split(", ")
+    study = [path for path in inputs if "/emelin2019/" in path]
+    assert sorted(study) == sorted(
+        [f"results/tables/emelin2019/{table}.md" for table in TABLES]
+        + [f"results/figures/emelin2019/{figure}.png" for figure in FIGURES]
+    )
+    assert set(study) <= set(jobs["report"]["input"].split(", "))
+
+
+def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
+    result = snakemake("-n", "-p", "--forceall", "emelin2019", "--configfile", "experiments/emelin2019.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = dry_run_jobs(result.stdout)
+    outputs = {job.get("output", "") for job in jobs}
+    for table in ("table1_bleu", "table2_pairs", "table3_small", "table4_variants", "contrawsd"):
+        assert any(output.startswith(f"results/tables/emelin2019/{table}.md") for output in outputs), table
+    (download,) = [job for job in jobs if job["rule"] == "emelin2019_contrawsd_download"]
+    assert "nmtvariants download contrawsd_deen" in download["shell"]
+    expands = [job for job in jobs if job["rule"] == "emelin2019_contrawsd_expand"]
+    assert [job["output"] for job in expands] == [
+        "data/wmt14_ende/raw/contrawsd-de-en.de, data/wmt14_ende/raw/contrawsd-de-en.en"
+    ]
+    # decoding with beam 16 from the average of the last 5 (BASE) or 16 (BIG) checkpoints
+    translations = [job["shell"] for job in jobs if job["rule"] == "translate"]
+    assert translations and all("--beam 16" in shell for shell in translations)
+    assert {"averaged-last5.pt", "averaged-last16.pt"} == {
+        shell.split("--checkpoint ")[1].split()[0].rsplit("/", 1)[1] for shell in translations
+    }
+    # 89,500 merges for EN-CS and EN-FI, Russian merges on ISO 9 Latin
+    learned = {job["output"].split("/")[1]: job["shell"] for job in jobs if job["rule"] == "bpe_learn"}
+    assert "-s 89500" in learned["wmt18_encs"] and "-s 89500" in learned["wmt18_enfi"]
+    assert "--translit ru" in learned["wmt17_enru"] and "-s 32000" in learned["wmt14_ende"]

@@ -22,6 +22,17 @@ import numpy as np
 from nmtvariants.corpora.alignments import GoldAlignment, Link
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, write_lines
+from nmtvariants.text.subword_map import word_ids, word_ids_from_subwords
+
+__all__ = [
+    "alignment_error_rate",
+    "alignments_from_attention",
+    "cumulative_coverage",
+    "format_links",
+    "word_ids",
+    "word_ids_from_subwords",
+    "write_pharaoh",
+]
 
 
 def format_links(links: Iterable[Link], possible: Iterable[Link] = ()) -> str:
@@ -59,17 +70,6 @@ def alignment_error_rate(hyps: Sequence[Iterable[Link]], golds: Sequence[GoldAli
         "n_sure": s_total,
         "n_possible": sum(len(g.possible) for g in golds),
     }
-
-
-def word_ids_from_subwords(tokens: Sequence[str], separator: str = "@@") -> list[int]:
-    """Word index of each BPE token (``new@@ s`` -> [0, 0]); subword-nmt marks non-final pieces."""
-    ids: list[int] = []
-    word = 0
-    for token in tokens:
-        ids.append(word)
-        if not token.endswith(separator):
-            word += 1
-    return ids
 
 
 def _as_array(attn: Any) -> np.ndarray:

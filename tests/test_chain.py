@@ -45,26 +45,72 @@ def workflow_preprocess(data: Path, pair: str, settings: ChainSettings) -> Path:
                 _run("tokenize", "-l", lang, *flags, str(norm), "-o", str(tok))
     folder = data / pair
     clean = folder / "clean"
-    _run("clean", "--src-in", str(data / "tok" / f"train.{src}"), "--tgt-in", str(data / "tok" / f"train.{tgt}"),
-         "--src-out", str(clean / f"train.{src}"), "--tgt-out", str(clean / f"train.{tgt}"),
-         "--min", "1", "--max", "80", "--ratio", "9", "--report", str(clean / "drops.json"))  # fmt: skip
+    _run(
+        "clean",
+        "--src-in",
+        str(data / "tok" / f"train.{src}"),
+        "--tgt-in",
+        str(data / "tok" / f"train.{tgt}"),
+        "--src-out",
+        str(clean / f"train.{src}"),
+        "--tgt-out",
+        str(clean / f"train.{tgt}"),
+        "--min",
+        "1",
+        "--max",
+        "80",
+        "--ratio",
+        "9",
+        "--report",
+        str(clean / "drops.json"),
+    )
     translit = [lang for lang in settings.translit if lang in (src, tgt)]
     for lang in (src, tgt):
         model = folder / "truecase" / f"model.{lang}"
         _run("truecase", "train", "--model", str(model), str(clean / f"train.{lang}"))
         for split in ("train", "valid", "test"):
             text = clean / f"train.{lang}" if split == "train" else data / "tok" / f"{split}.{lang}"
-            _run("truecase", "apply", "--model", str(model), "-o", str(folder / "tc" / f"{split}.{lang}"), str(text))
+            _run(
+                "truecase",
+                "apply",
+                "--model",
+                str(model),
+                "-o",
+                str(folder / "tc" / f"{split}.{lang}"),
+                str(text),
+            )
     codes = folder / "bpe" / "codes"
-    _run("bpe", "learn", "--input", f"{src}={folder / 'tc' / f'train.{src}'}",
-         "--input", f"{tgt}={folder / 'tc' / f'train.{tgt}'}", "-s", str(MERGES), "--codes", str(codes),
-         "--vocab-dir", str(folder / "bpe"), *(f"--translit={lang}" for lang in translit))  # fmt: skip
+    _run(
+        "bpe",
+        "learn",
+        "--input",
+        f"{src}={folder / 'tc' / f'train.{src}'}",
+        "--input",
+        f"{tgt}={folder / 'tc' / f'train.{tgt}'}",
+        "-s",
+        str(MERGES),
+        "--codes",
+        str(codes),
+        "--vocab-dir",
+        str(folder / "bpe"),
+        *(f"--translit={lang}" for lang in translit),
+    )
     for lang in (src, tgt):
         lang_codes = codes if not translit or lang in translit else Path(f"{codes}.latin")
         for split in ("valid", "test"):
-            _run("bpe", "apply", "--codes", str(lang_codes), "--vocab", str(folder / "bpe" / f"vocab.{lang}"),
-                 "--threshold", str(settings.threshold), "-o", str(folder / "bpe" / f"{split}.{lang}"),
-                 str(folder / "tc" / f"{split}.{lang}"))  # fmt: skip
+            _run(
+                "bpe",
+                "apply",
+                "--codes",
+                str(lang_codes),
+                "--vocab",
+                str(folder / "bpe" / f"vocab.{lang}"),
+                "--threshold",
+                str(settings.threshold),
+                "-o",
+                str(folder / "bpe" / f"{split}.{lang}"),
+                str(folder / "tc" / f"{split}.{lang}"),
+            )
     return folder
 
 
@@ -98,8 +144,18 @@ def test_apply_chain_reproduces_the_workflow_files(toy: Path, pair: str, tmp_pat
     for lang in pair.split("-"):
         for split in ("valid", "test"):
             out = tmp_path / f"{split}.{lang}"
-            _run("apply-chain", "--corpus-dir", str(toy / pair), "-l", lang, "--config", str(ROOT / "config.yaml"),
-                 str(toy / "raw" / f"{split}.{lang}"), "-o", str(out))  # fmt: skip
+            _run(
+                "apply-chain",
+                "--corpus-dir",
+                str(toy / pair),
+                "-l",
+                lang,
+                "--config",
+                str(ROOT / "config.yaml"),
+                str(toy / "raw" / f"{split}.{lang}"),
+                "-o",
+                str(out),
+            )
             expected = (toy / pair / "bpe" / f"{split}.{lang}").read_bytes()
             assert out.read_bytes() == expected, (pair, split, lang)
     assert any("@@" in line for line in _lines(toy / pair / "bpe" / "test.en"))
@@ -119,8 +175,19 @@ def test_pretokenized_gold_tokens_give_the_same_lines_and_counts(toy: Path, tmp_
         gold = tmp_path / f"gold.{lang}"
         gold.write_text("".join(" ".join(t) + "\n" for t in tokens), encoding="utf-8")  # type: ignore[arg-type]
         out = tmp_path / f"gold.bpe.{lang}"
-        _run("apply-chain", "--corpus-dir", str(toy / "en-de"), "-l", lang, "--config", str(ROOT / "config.yaml"),
-             "--pretokenized", str(gold), "-o", str(out))  # fmt: skip
+        _run(
+            "apply-chain",
+            "--corpus-dir",
+            str(toy / "en-de"),
+            "-l",
+            lang,
+            "--config",
+            str(ROOT / "config.yaml"),
+            "--pretokenized",
+            str(gold),
+            "-o",
+            str(out),
+        )
         lines = _lines(out)
         assert lines == _lines(toy / f"en-de/bpe/test.{lang}")
         for line, words_given in zip(lines, tokens, strict=True):
@@ -137,23 +204,83 @@ def test_pretokenized_text_is_not_resplit(toy: Path) -> None:
     assert list(chain.apply(["dark-blue ball ."], "x", pretokenized=True))
 
 
-def test_a_count_mismatch_names_the_file_and_line(toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_count_mismatch_names_the_file_and_line(
+    toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     chain = TrainedChain.from_corpus_dir(toy / "en-de", "en", SETTINGS)
     # per-token normalisation puts a space before "(": one given token becomes two words
-    with pytest.raises(InputError, match=r"gold\.txt:2: the chain gives 3 words but the line has 2 given tokens"):
+    with pytest.raises(
+        InputError, match=r"gold\.txt:2: the chain gives 3 words but the line has 2 given tokens"
+    ):
         list(chain.apply(["the ball", "x(y ."], "gold.txt", pretokenized=True))
     bad = tmp_path / "bad.en"
     bad.write_text("the ball\nx(y .\n", encoding="utf-8")
-    code = cli_main(["apply-chain", "--corpus-dir", str(toy / "en-de"), "-l", "en", "--config",
-                     str(ROOT / "config.yaml"), "--pretokenized", str(bad), "-o", str(tmp_path / "out")])  # fmt: skip
+    code = cli_main(
+        [
+            "apply-chain",
+            "--corpus-dir",
+            str(toy / "en-de"),
+            "-l",
+            "en",
+            "--config",
+            str(ROOT / "config.yaml"),
+            "--pretokenized",
+            str(bad),
+            "-o",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 2 and f"{bad}:2:" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
 def test_missing_files_and_unknown_corpus_are_clean_errors(toy: Path, tmp_path: Path) -> None:
-    assert cli_main(["apply-chain", "--corpus-dir", str(tmp_path / "x" / "en-de"), "-l", "en",
-                     "--config", str(ROOT / "config.yaml"), "--corpus", "toyworld", str(tmp_path)]) == 2  # fmt: skip
-    assert cli_main(["apply-chain", "--corpus-dir", str(toy / "en-de"), "-l", "fr",
-                     "--config", str(ROOT / "config.yaml"), str(tmp_path)]) == 2  # fmt: skip
-    assert cli_main(["apply-chain", "--corpus-dir", str(toy / "en-de"), "-l", "en", "--corpus", "nope",
-                     "--config", str(ROOT / "config.yaml"), str(tmp_path)]) == 2  # fmt: skip
+    assert (
+        cli_main(
+            [
+                "apply-chain",
+                "--corpus-dir",
+                str(tmp_path / "x" / "en-de"),
+                "-l",
+                "en",
+                "--config",
+                str(ROOT / "config.yaml"),
+                "--corpus",
+                "toyworld",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
+    assert (
+        cli_main(
+            [
+                "apply-chain",
+                "--corpus-dir",
+                str(toy / "en-de"),
+                "-l",
+                "fr",
+                "--config",
+                str(ROOT / "config.yaml"),
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
+    assert (
+        cli_main(
+            [
+                "apply-chain",
+                "--corpus-dir",
+                str(toy / "en-de"),
+                "-l",
+                "en",
+                "--corpus",
+                "nope",
+                "--config",
+                str(ROOT / "config.yaml"),
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )

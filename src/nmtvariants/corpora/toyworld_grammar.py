@@ -26,7 +26,7 @@ from nmtvariants.corpora.toyworld_lexicon import (
     SAY,
     VERBS,
 )
-from nmtvariants.corpora.toyworld_plan import NP, PP, Clause, Name, Plan, Subject
+from nmtvariants.corpora.toyworld_plan import NP, PP, Clause, Name, Plan, Rel, Subject
 
 
 @dataclass(eq=False)
@@ -49,6 +49,20 @@ def _dep(tok: Tok, head: Tok | None, deprel: str) -> Tok:
 def _cap(toks: Sequence[Tok]) -> None:
     if toks:
         toks[0].form = toks[0].form[:1].upper() + toks[0].form[1:]
+
+
+_PUNCT_FORMS = {",", ".", "!", "?", ":", "“", "„", "«", "»", '"', "(", ")"}
+
+
+def _drop_dangling_commas(toks: list[Tok]) -> list[Tok]:
+    """Drop a relative clause's closing comma where punctuation follows (or nothing does)."""
+    out = []
+    for i, tok in enumerate(toks):
+        closing = tok.form == "," and any(c.endswith(".close") for c in tok.concepts)
+        if closing and (i + 1 == len(toks) or toks[i + 1].form in _PUNCT_FORMS):
+            continue
+        out.append(tok)
+    return out
 
 
 def align(source: Sequence[Tok], target: Sequence[Tok]) -> list[tuple[int, int]]:
@@ -99,6 +113,21 @@ class English:
         if isinstance(np, Name):
             tok = Tok(NAMES[np.key][0], (f"{np.ref}.noun",), "PROPN", np.key)
             return [tok], tok
+        if isinstance(np, Rel):
+            tok = Tok("that", (f"{np.ref}.pron",), "PRON", "that")
+            return [tok], tok
+        toks, head = self._bare_np(np)
+        if np.pp is not None:
+            pp, phead = self.pp(np.pp, f"{np.ref}.pp")
+            toks += pp
+            _dep(phead, head, "nmod")
+        if np.rel is not None:
+            rel, rroot = self.clause(np.rel)
+            toks += rel
+            _dep(rroot, head, "acl:relcl")
+        return toks, head
+
+    def _bare_np(self, np: NP) -> tuple[list[Tok], Tok]:
         entry = np.entry
         head = Tok(entry.en[0] if np.count == 1 else entry.en[1], (f"{np.ref}.noun",), "NOUN", entry.en[0])
         toks: list[Tok] = []
@@ -293,9 +322,29 @@ class German:
     lang = "de"
 
     def np(self, np: Subject, case: str, contract: str = "") -> list[Tok]:
-        """A noun phrase in ``case``; ``contract`` ("zu"/"von") fuses the preposition with the article."""
+        """A noun phrase in ``case``; ``contract`` ("zu"/"von") fuses the preposition with the article.
+
+        A relative clause is set off by commas (verb last); `_drop_dangling_commas` removes the
+        closing one where punctuation follows anyway.
+        """
         if isinstance(np, Name):
-            return [Tok(NAMES[np.key][1], (f"{np.ref}.noun",))]
+            return [Tok(NAMES[np.key][1], (f"{np.ref}.noun",), "PROPN")]
+        if isinstance(np, Rel):
+            gender = np.antecedent.entry.de[0]
+            return [Tok(_DE_DEF["nom"][gender], (f"{np.ref}.pron",), "PRON")]
+        toks = self._bare_np(np, case, contract)
+        if np.pp is not None:
+            toks += self.pp(np.pp, f"{np.ref}.pp")[0]
+        if np.rel is not None:
+            tag = np.rel.tag
+            toks += [
+                Tok(",", (f"{tag}.open",), "PUNCT"),
+                *self.clause(np.rel, "sub"),
+                Tok(",", (f"{tag}.close",), "PUNCT"),
+            ]
+        return toks
+
+    def _bare_np(self, np: NP, case: str, contract: str) -> list[Tok]:
         gender, sg, pl = np.entry.de
         g = "pl" if np.count > 1 else gender
         toks: list[Tok] = []
@@ -407,16 +456,18 @@ class German:
         if plan.kind == "where":
             toks = [Tok("wo", ("m.where",)), Tok("ist", ("m.cop",)), *self.np(plan.main.subj[0], "nom"), end]
         elif plan.kind == "quote":
+            # „Der Ball rollt“, sagt Tom. (not Tom sagt: „Der Ball rollt.“, whose ." Moses'
+            # normaliser turns into ". and so reorders against the gold alignment)
             inner = self.clause(plan.main)
             _cap(inner)
             toks = [
-                *self.np(plan.speaker, "nom"),
-                Tok(SAY[1], ("q.say",)),
-                Tok(":", ("p.colon",)),  # type: ignore[arg-type]
                 Tok("„", ("p.qopen",)),
                 *inner,
-                end,
                 Tok("“", ("p.qclose",)),
+                Tok(",", ("p.quotecomma",)),
+                Tok(SAY[1], ("q.say",)),
+                *self.np(plan.speaker, "nom"),  # type: ignore[arg-type]
+                end,
             ]
         elif plan.kind == "look":
             toks = [Tok(LOOK[1], ("l.look",)), Tok(",", ("p.lookcomma",)), *self.clause(plan.main), end]
@@ -428,6 +479,7 @@ class German:
                 toks = [*self.clause(plan.main), Tok(",", ("p.decomma",)), *sub, end]
         else:
             toks = [*self.clause(plan.main, "inv" if plan.kind == "question" else "main"), end]
+        toks = _drop_dangling_commas(toks)
         _cap(toks)
         return toks
 
@@ -446,8 +498,25 @@ class Russian:
     _CASE: ClassVar[dict[str, int]] = {"nom": 2, "acc": 3, "gen": 4, "dat": 5, "ins": 6}
 
     def np(self, np: Subject, case: str) -> list[Tok]:
+        """A noun phrase in ``case``, then its PP and its relative clause (between commas)."""
         if isinstance(np, Name):
-            return [Tok(NAMES[np.key][2], (f"{np.ref}.noun",))]
+            return [Tok(NAMES[np.key][2], (f"{np.ref}.noun",), "PROPN")]
+        if isinstance(np, Rel):
+            gender = np.antecedent.entry.ru[0]
+            return [Tok(ru_adjective(("котор", "hard"), gender, "nom"), (f"{np.ref}.pron",), "PRON")]
+        toks = self._bare_np(np, case)
+        if np.pp is not None:
+            toks += self.pp(np.pp, f"{np.ref}.pp")
+        if np.rel is not None:
+            tag = np.rel.tag
+            toks += [
+                Tok(",", (f"{tag}.open",), "PUNCT"),
+                *self.clause(np.rel),
+                Tok(",", (f"{tag}.close",), "PUNCT"),
+            ]
+        return toks
+
+    def _bare_np(self, np: NP, case: str) -> list[Tok]:
         entry = np.entry.ru
         gender, animate = entry[0], entry[1]
         toks: list[Tok] = []
@@ -550,6 +619,7 @@ class Russian:
                 toks = [*self.clause(plan.main), Tok(",", ("p.rucomma",)), *sub, end]
         else:
             toks = [*self.clause(plan.main), end]
+        toks = _drop_dangling_commas(toks)
         _cap(toks)
         return toks
 
@@ -575,10 +645,20 @@ class French:
     lang = "fr"
 
     def np(self, np: Subject, prep: str = "") -> list[Tok]:
-        """A noun phrase; ``prep`` = "de" fuses with le/les into du/des."""
+        """A noun phrase; ``prep`` = "de" fuses with le/les into du/des. Then its PP and relative clause."""
         pre = [Tok(prep, (f"{prep}.prep",))] if prep else []
         if isinstance(np, Name):
-            return [*pre, Tok(NAMES[np.key][3], (f"{np.ref}.noun",))]
+            return [*pre, Tok(NAMES[np.key][3], (f"{np.ref}.noun",), "PROPN")]
+        if isinstance(np, Rel):
+            return [Tok("qui", (f"{np.ref}.pron",), "PRON")]
+        toks = self._bare_np(np, pre, prep)
+        if np.pp is not None:
+            toks += self.pp(np.pp, f"{np.ref}.pp")
+        if np.rel is not None:
+            toks += self.clause(np.rel)
+        return toks
+
+    def _bare_np(self, np: NP, pre: list[Tok], prep: str) -> list[Tok]:
         gender, sg, pl = np.entry.fr
         number = 1 if np.count > 1 else 0
         index = (0 if gender == "m" else 1) + 2 * number

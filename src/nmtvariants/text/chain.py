@@ -70,13 +70,17 @@ def load_settings(config: PathLike, corpus: str) -> ChainSettings:
         loaded = yaml.safe_load(handle) or {}
     corpora = loaded.get("corpora") or {}
     if corpus not in corpora:
-        raise ConfigError(f"{path}: no corpus '{corpus}' under corpora (known: {sorted(corpora)}); give --corpus")
+        raise ConfigError(
+            f"{path}: no corpus '{corpus}' under corpora (known: {sorted(corpora)}); give --corpus"
+        )
     return ChainSettings.from_preprocess(corpora[corpus].get("preprocess") or {})
 
 
 def _required(path: Path, what: str) -> Path:
     if not path.is_file():
-        raise MissingResourceError(f"{path}: {what} not found; run the workflow's preprocessing for this pair")
+        raise MissingResourceError(
+            f"{path}: {what} not found; run the workflow's preprocessing for this pair"
+        )
     return path
 
 
@@ -110,7 +114,9 @@ class TrainedChain:
         folder = Path(corpus_dir)
         langs = folder.name.split("-")
         if len(langs) != 2 or lang not in langs:
-            raise InputError(f"{folder}: expected a pair folder data/<corpus>/<src>-<tgt> containing '{lang}'")
+            raise InputError(
+                f"{folder}: expected a pair folder data/<corpus>/<src>-<tgt> containing '{lang}'"
+            )
         translit = [other for other in settings.translit if other in langs]
         codes = codes_path_for(folder / "bpe" / "codes", lang, translit)
         return cls(
@@ -159,4 +165,3 @@ class TrainedChain:
                     f"{len(expected)} {kind} tokens ({line!r} -> {out!r}); fix the line or the tokenisation"
                 )
             yield out
-

@@ -375,7 +375,7 @@ def test_contrawsd_layout_and_contrasts(corpus: Path) -> None:
     items = json.loads((corpus / "contrawsd/en-de.json").read_text(encoding="utf-8"))
     assert len(items) == 40
     train_en = set(_lines(corpus / "raw/train.en"))
-    en_tokens = Counter(t.lower() for line in train_en for t in _moses("en", line))
+    en_tokens = Counter(t.lower() for line in _lines(corpus / "raw/train.en") for t in _moses("en", line))
     de_tokens = Counter(
         t.split("-")[-1] for line in _lines(corpus / "raw/train.de") for t in _moses("de", line)
     )

@@ -54,7 +54,8 @@ def _swap_clause(clause: Clause | None, ref: str, sense: str) -> Clause | None:
         return None
     subj = tuple(_swap_subject(s, ref, sense) for s in clause.subj)
     pp = clause.pp and PP(clause.pp.kind, _swap_np(clause.pp.np, ref, sense))  # type: ignore[arg-type]
-    return dataclasses.replace(clause, subj=subj, obj=_swap_np(clause.obj, ref, sense), pp=pp)
+    obj = clause.obj and _swap_subject(clause.obj, ref, sense)
+    return dataclasses.replace(clause, subj=subj, obj=obj, pp=pp)
 
 
 def swap_sense(plan: Plan, ref: str, sense: str) -> Plan:

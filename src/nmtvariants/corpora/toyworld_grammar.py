@@ -204,8 +204,11 @@ class English:
                 )
             if c.obj is not None:
                 obj, ohead = self.np(c.obj)
-                toks += obj
                 _dep(ohead, root, "obj")
+                if isinstance(c.obj, Rel):  # object relative: "the ball that the cat pushes"
+                    toks = obj + toks
+                else:
+                    toks += obj
             if c.pp is not None:
                 pp, phead = self.pp(c.pp, f"{tag}.pp")
                 toks += pp
@@ -329,9 +332,9 @@ class German:
         """
         if isinstance(np, Name):
             return [Tok(NAMES[np.key][1], (f"{np.ref}.noun",), "PROPN")]
-        if isinstance(np, Rel):
+        if isinstance(np, Rel):  # the relative pronoun: gender of its noun, case of its own clause
             gender = np.antecedent.entry.de[0]
-            return [Tok(_DE_DEF["nom"][gender], (f"{np.ref}.pron",), "PRON")]
+            return [Tok(_DE_DEF[case][gender], (f"{np.ref}.pron",), "PRON")]
         toks = self._bare_np(np, case, contract)
         if np.pp is not None:
             toks += self.pp(np.pp, f"{np.ref}.pp")[0]
@@ -403,6 +406,7 @@ class German:
         plural = len(c.subj) > 1 or (isinstance(c.subj[0], NP) and c.subj[0].count > 1)
         middle: list[Tok] = []
         right: list[Tok] = []
+        fronted: list[Tok] = []  # an object relative pronoun opens its clause: "den die Katze schiebt"
         if c.kind in ("intrans", "trans"):
             verb = VERBS[c.verb]  # type: ignore[index]
             if c.perfect:
@@ -416,7 +420,9 @@ class German:
                     right = [Tok(verb.de_particle, (f"{tag}.prt",))]
             if verb.de_reflexive:
                 middle.append(Tok("sich", (f"{tag}.verb",)))
-            if c.obj is not None:
+            if isinstance(c.obj, Rel):
+                fronted = self.np(c.obj, verb.de_case)
+            elif c.obj is not None:
                 middle += self.np(c.obj, verb.de_case)
             if c.pp is not None:
                 pp, end = self.pp(c.pp, f"{tag}.pp")
@@ -438,7 +444,7 @@ class German:
             raise ValueError(c.kind)
         adverb = [Tok(ADVERBS[c.adverb][1], (f"{tag}.adv",))] if c.adverb else []
         if mode == "sub":
-            toks = subj + middle + right + [finite]
+            toks = fronted + subj + middle + right + [finite]
         elif mode == "inv" or adverb:
             toks = [*adverb, finite, *subj, *middle, *right]
         else:
@@ -501,9 +507,10 @@ class Russian:
         """A noun phrase in ``case``, then its PP and its relative clause (between commas)."""
         if isinstance(np, Name):
             return [Tok(NAMES[np.key][2], (f"{np.ref}.noun",), "PROPN")]
-        if isinstance(np, Rel):
-            gender = np.antecedent.entry.ru[0]
-            return [Tok(ru_adjective(("котор", "hard"), gender, "nom"), (f"{np.ref}.pron",), "PRON")]
+        if isinstance(np, Rel):  # который: gender (and animacy) of its noun, case of its own clause
+            gender, animate = np.antecedent.entry.ru[0], np.antecedent.entry.ru[1]
+            form = ru_adjective(("котор", "hard"), gender, case, animate)
+            return [Tok(form, (f"{np.ref}.pron",), "PRON")]
         toks = self._bare_np(np, case)
         if np.pp is not None:
             toks += self.pp(np.pp, f"{np.ref}.pp")
@@ -563,9 +570,10 @@ class Russian:
             toks = [*subj, vtok]
             if c.obj is not None:
                 prep, case = verb.ru_object
-                if prep:
-                    toks.append(Tok(prep, (f"{tag}.verb",)))
-                toks += self.np(c.obj, case)
+                obj = [Tok(prep, (f"{tag}.verb",))] if prep else []
+                obj += self.np(c.obj, case)
+                # an object relative opens its clause: "мяч, за которым следует кошка"
+                toks = obj + toks if isinstance(c.obj, Rel) else toks + obj
             if c.pp is not None:
                 toks += self.pp(c.pp, f"{tag}.pp")
         elif c.kind == "cop":
@@ -719,12 +727,17 @@ class French:
                 toks.append(Tok("se", (f"{tag}.verb",)))
             if c.perfect:
                 participle = verb.fr[1]
-                if verb.fr[2] == "est" and self._feminine(c.subj[0]):
+                # être: the participle agrees with the subject; avoir: with a preceding direct
+                # object, i.e. an object relative ("la balle que le chat a poussée")
+                agrees_with = c.subj[0] if verb.fr[2] == "est" else c.obj if isinstance(c.obj, Rel) else None
+                if agrees_with is not None and self._feminine(agrees_with):
                     participle += "e"
                 toks += [Tok(verb.fr[2], (f"{tag}.aux",)), Tok(participle, (f"{tag}.verb", f"{tag}.prt"))]
             else:
                 toks.append(Tok(verb.fr[0], (f"{tag}.verb", f"{tag}.prt")))
-            if c.obj is not None:
+            if isinstance(c.obj, Rel):
+                toks.insert(0, Tok("que", (f"{c.obj.ref}.pron",), "PRON"))
+            elif c.obj is not None:
                 toks += self.np(c.obj)
             if c.pp is not None:
                 toks += self.pp(c.pp, f"{tag}.pp")

@@ -106,7 +106,7 @@ class Clause:
     subj: tuple[Subject, ...]
     tag: str = "m"  # prefix of the clause's alignment concepts
     verb: str | None = None
-    obj: NP | None = None
+    obj: NP | Rel | None = None
     pp: PP | None = None
     perfect: bool = False
     adverb: str | None = None
@@ -168,8 +168,9 @@ TEMPLATES = {
 # ball near the box": nmod here, obl elsewhere), the second puts agreement at a distance (the German
 # and Russian relative pronoun agrees with its noun across the noun's own PP, the main verb follows
 # the whole clause).
-NMOD_RATE = 0.22
-RELATIVE_RATE = 0.2
+NMOD_RATE = 0.25
+RELATIVE_RATE = 0.25
+OBJECT_RELATIVE_RATE = 0.4  # of relative clauses: the pronoun's case then comes from its own verb
 
 
 class PlanSampler:
@@ -234,10 +235,17 @@ class PlanSampler:
         return np
 
     def _relative(self, np: NP) -> Clause | None:
-        """A subject relative clause on ``np`` with a verb its class takes (None if it takes none)."""
+        """A relative clause on ``np``: its subject ("that rolls") with a verb its class takes, or
+        (``OBJECT_RELATIVE_RATE``) its object ("that the cat pushes"); None if its class takes no verb."""
         rng = self.rng
         tag = f"{np.ref}.rc"
-        pronoun = Rel(f"{tag}.subj", dataclasses.replace(np, pp=None, rel=None))
+        bare = dataclasses.replace(np, pp=None, rel=None)
+        if rng.random() < OBJECT_RELATIVE_RATE:
+            verb = _pick(
+                rng, {v: e.weight for v, e in VERBS.items() if e.transitive and "round" in e.subjects}
+            )
+            return self.trans(tag, verb=verb, front=False, obj=Rel(f"{tag}.obj", bare))
+        pronoun = Rel(f"{tag}.subj", bare)
         cls = np.entry.cls
         intransitive = {v: e.weight for v, e in VERBS.items() if not e.transitive and cls in e.subjects}
         transitive = {v: e.weight for v, e in VERBS.items() if e.transitive and cls in e.subjects}
@@ -327,7 +335,12 @@ class PlanSampler:
         return Clause("intrans", (subj,), tag, verb, None, pp, perfect, **self._adverbs(front))
 
     def trans(
-        self, tag: str, subj: Subject | None = None, verb: str | None = None, front: bool = True
+        self,
+        tag: str,
+        subj: Subject | None = None,
+        verb: str | None = None,
+        front: bool = True,
+        obj: Rel | None = None,
     ) -> Clause:
         rng = self.rng
         if verb is None:
@@ -337,7 +350,8 @@ class PlanSampler:
         entry = VERBS[verb]
         if subj is None:
             subj = self.subject(f"{tag}.subj", entry.subjects)
-        obj = self.np(f"{tag}.obj", avoid=subj, decorate=True)
+        if obj is None:
+            obj = self.np(f"{tag}.obj", avoid=subj, decorate=True)
         pp = None
         if entry.goal and rng.random() < 0.3:
             pp = PP("towards", self.np(f"{tag}.pp"))

@@ -108,7 +108,8 @@ def alignments_from_attention(
     """Hard alignment from one layer's encoder-decoder attention: argmax source word per target word.
 
     ``attn`` is ``[T, S]`` or ``[heads, T, S]`` (heads merged by ``mean`` or ``max``). Sub-words are
-    mapped to words by ``*_word_ids`` (one word index per position; ``None``/-1 drops a position such
+    mapped to words by ``*_word_ids`` (one word index per position, as
+    `nmtvariants.text.subword_map.word_ids` gives them, re-exported here; ``None``/-1 drops a position such
     as EOS): attention is averaged over a target word's sub-words and summed over a source word's
     sub-words before the argmax (§3.4's suggested practice). Ties go to the leftmost source word.
     """

@@ -284,3 +284,20 @@ def test_missing_files_and_unknown_corpus_are_clean_errors(toy: Path, tmp_path: 
         )
         == 2
     )
+
+
+@pytest.mark.parametrize("pair", ["en-de", "en-ru"])
+def test_gold_annotations_line_up_with_the_workflow_bpe_files(toy: Path, pair: str) -> None:
+    """The files the model reads (after -a and BPE): per line, as many words as gold tree words,
+    gold alignment links within both sides' words, one target POS tag per target word."""
+    tgt = pair.split("-")[1]
+    for split in ("valid", "test"):
+        source = [words(line.split()) for line in _lines(toy / pair / "bpe" / f"{split}.en")]
+        target = [words(line.split()) for line in _lines(toy / pair / "bpe" / f"{split}.{tgt}")]
+        trees = read_conllu(toy / "raw" / f"{split}.en.conllu")
+        tags = [line.split() for line in _lines(toy / "raw" / f"{split}.{tgt}.pos")]
+        aligns = _lines(toy / "raw" / f"{split}.en-{tgt}.align")
+        for src, trg, tree, pos, links in zip(source, target, trees, tags, aligns, strict=True):
+            assert len(src) == len(tree.words) and len(trg) == len(pos)
+            pairs = [tuple(map(int, link.split("-"))) for link in links.split()]
+            assert pairs and all(0 <= i < len(src) and 0 <= j < len(trg) for i, j in pairs)

@@ -173,6 +173,17 @@ RELATIVE_RATE = 0.25
 OBJECT_RELATIVE_RATE = 0.4  # of relative clauses: the pronoun's case then comes from its own verb
 
 
+VERB_CUE_RATE = 0.4  # of ambiguous nouns in a clause's subject or object
+
+
+def _subject_verbs(cls: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Intransitive and transitive verbs (with weights) whose subject can be of class ``cls``; the
+    ambiguous nouns' senses have disjoint classes and verbs, so such a verb cues the sense."""
+    intransitive = {v: e.weight for v, e in VERBS.items() if not e.transitive and cls in e.subjects}
+    transitive = {v: e.weight for v, e in VERBS.items() if e.transitive and cls in e.subjects}
+    return intransitive, transitive
+
+
 class PlanSampler:
     """Draws plans from one ``random.Random``; all randomness comes from that instance."""
 
@@ -222,33 +233,50 @@ class PlanSampler:
             if not (isinstance(avoid, NP) and _same(np, avoid)):
                 break
         np = self._new(np)
-        return self._decorate(np) if decorate and not self._nested else np
+        if not decorate or self._nested:
+            return np
+        if np.sense and self.rng.random() < VERB_CUE_RATE:
+            return self._decorate(self._verb_cued(np), cue=True)
+        return self._decorate(np)
 
-    def _decorate(self, np: NP) -> NP:
+    def _verb_cued(self, np: NP) -> NP:
+        """An ambiguous noun cued by the verb of its relative clause instead of a modifier ("the bat
+        that sleeps"): the sense is drawn by `Ambiguous.sense_weights` among senses that take a verb."""
+        word = AMBIGUOUS[np.noun]
+        senses = {
+            s: word.sense_weights.get(s, 1.0)
+            for s in sorted(word.senses)
+            if _subject_verbs(word.senses[s].cls)
+        }
+        plain = self._modifiers(NP(np.ref, np.obj, np.noun, _pick(self.rng, senses)), allow_material=False)
+        self._objects[np.obj] = plain
+        return plain
+
+    def _decorate(self, np: NP, cue: bool = False) -> NP:
+        """Maybe a PP, maybe a relative clause; ``cue``: a subject relative whose verb picks the sense."""
         rng = self.rng
         self._nested += 1
         if rng.random() < NMOD_RATE:
             np = dataclasses.replace(np, pp=self._relation(f"{np.ref}.pp", np))
-        if rng.random() < RELATIVE_RATE:
-            np = dataclasses.replace(np, rel=self._relative(np))
+        if cue or rng.random() < RELATIVE_RATE:
+            np = dataclasses.replace(np, rel=self._relative(np, subject=cue))
         self._nested -= 1
         return np
 
-    def _relative(self, np: NP) -> Clause | None:
+    def _relative(self, np: NP, subject: bool = False) -> Clause | None:
         """A relative clause on ``np``: its subject ("that rolls") with a verb its class takes, or
-        (``OBJECT_RELATIVE_RATE``) its object ("that the cat pushes"); None if its class takes no verb."""
+        (``OBJECT_RELATIVE_RATE``, unless ``subject``) its object ("that the cat pushes"); None if its
+        class takes no verb."""
         rng = self.rng
         tag = f"{np.ref}.rc"
         bare = dataclasses.replace(np, pp=None, rel=None)
-        if rng.random() < OBJECT_RELATIVE_RATE:
+        if not subject and rng.random() < OBJECT_RELATIVE_RATE:
             verb = _pick(
                 rng, {v: e.weight for v, e in VERBS.items() if e.transitive and "round" in e.subjects}
             )
             return self.trans(tag, verb=verb, front=False, obj=Rel(f"{tag}.obj", bare))
         pronoun = Rel(f"{tag}.subj", bare)
-        cls = np.entry.cls
-        intransitive = {v: e.weight for v, e in VERBS.items() if not e.transitive and cls in e.subjects}
-        transitive = {v: e.weight for v, e in VERBS.items() if e.transitive and cls in e.subjects}
+        intransitive, transitive = _subject_verbs(np.entry.cls)
         if transitive and (not intransitive or rng.random() < 0.5):
             return self.trans(tag, pronoun, _pick(rng, transitive), front=False)
         if intransitive:

@@ -17,7 +17,8 @@ from sacremoses import MosesTokenizer
 from nmtvariants.cli import main as cli_main
 from nmtvariants.corpora.toyworld import LANGUAGES, SPLITS, generate
 from nmtvariants.corpora.toyworld_image import layout
-from nmtvariants.corpora.toyworld_plan import NP
+from nmtvariants.corpora.toyworld_lexicon import AMBIGUOUS, VERBS
+from nmtvariants.corpora.toyworld_plan import NP, PlanSampler
 from nmtvariants.syntax.conllu import read_conllu
 from nmtvariants.text.chain import TrainedChain, load_settings
 from nmtvariants.text.moses import Normalizer
@@ -410,6 +411,44 @@ def test_contrawsd_layout_and_contrasts(corpus: Path) -> None:
         assert total == en_tokens[word] + en_tokens[word + "s"]  # every mention is singular or plural
         assert absolute == sum(de_tokens[form] for form in sense_forms)
         assert 0 <= absolute <= total
+
+
+def _clauses(clause):  # type: ignore[no-untyped-def]
+    """A clause and the relative clauses inside its noun phrases."""
+    if clause is None:
+        return
+    yield clause
+    for np in [*clause.subj, clause.obj, clause.pp and clause.pp.np]:
+        if isinstance(np, NP):
+            yield from _clauses(np.rel)
+            if np.pp is not None:
+                yield from _clauses(np.pp.np.rel)
+
+
+def _subject_ref(subject: object) -> str:
+    """The mention a subject is, or stands for (a relative pronoun: its noun)."""
+    return getattr(getattr(subject, "antecedent", subject), "ref", "")
+
+
+def test_every_ambiguous_mention_is_cued_in_its_sentence() -> None:
+    """A cue adjective of its sense, or a verb whose subject it is (own clause or relative clause)
+    that no other sense of the word can take: the sense is decidable from the source alone."""
+    sampler = PlanSampler(random.Random("cues"), ambiguity_rate=0.5)
+    kinds: Counter[str] = Counter()
+    for _ in range(2000):
+        plan = sampler.sample()
+        clauses = [*_clauses(plan.main), *_clauses(plan.sub)]
+        for np in (np for np in plan.objects if np.sense):
+            word = AMBIGUOUS[np.noun]
+            if any(key in word.cue_adjectives[np.sense] for _, key in np.modifiers):
+                kinds["adjective"] += 1
+                continue
+            refs = {np.ref}
+            verbs = {c.verb for c in clauses if c.verb and refs & {_subject_ref(s) for s in c.subj}}
+            others = {word.senses[s].cls for s in word.senses if s != np.sense}
+            assert any(not set(VERBS[v].subjects) & others for v in verbs), (np, verbs)
+            kinds["verb"] += 1
+    assert kinds["adjective"] and kinds["verb"] > 100, kinds
 
 
 # -- CLI --------------------------------------------------------------------------------------------

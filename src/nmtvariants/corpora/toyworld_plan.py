@@ -42,7 +42,7 @@ class NP:
     count: int = 1
     definite: bool = True
     pp: PP | None = None  # a relation modifying the noun ("the ball near the box"): nmod
-    rel: Clause | None = None  # a subject relative clause ("the ball that rolls"): acl:relcl
+    rel: Clause | None = None  # a relative clause ("the ball that rolls / that Tom hits"): acl:relcl
 
     @property
     def entry(self) -> Noun:
@@ -222,7 +222,8 @@ class PlanSampler:
         avoid: Subject | None = None,
         decorate: bool = False,
     ) -> NP:
-        """A noun phrase for any position; an ambiguous noun here always gets its cue modifier.
+        """A noun phrase for any position; an ambiguous noun always gets its cue: a modifier or, in a
+        decorated position, sometimes the verb of its relative clause.
 
         ``avoid``: redraw (a few times) a phrase identical to this one ("the box hits the box").
         ``decorate``: a clause's subject or object, which may get a PP and a relative clause (one
@@ -246,7 +247,7 @@ class PlanSampler:
         senses = {
             s: word.sense_weights.get(s, 1.0)
             for s in sorted(word.senses)
-            if _subject_verbs(word.senses[s].cls)
+            if any(_subject_verbs(word.senses[s].cls))  # the river bank takes no verb
         }
         plain = self._modifiers(NP(np.ref, np.obj, np.noun, _pick(self.rng, senses)), allow_material=False)
         self._objects[np.obj] = plain

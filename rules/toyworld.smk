@@ -8,6 +8,7 @@ rule toyworld:
         alignments=expand(
             "data/toyworld/raw/{split}.en-{tgt}.align", split=SPLITS, tgt=TOY_TARGETS
         ),
+        pos=expand("data/toyworld/raw/{split}.{tgt}.pos", split=SPLITS, tgt=TOY_TARGETS),
         image_splits=expand("data/toyworld/image_splits/{split}.txt", split=SPLITS),
         images=directory("data/toyworld/images"),
         contrawsd="data/toyworld/contrawsd/en-de.json",

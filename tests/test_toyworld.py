@@ -17,15 +17,19 @@ from sacremoses import MosesTokenizer
 from nmtvariants.cli import main as cli_main
 from nmtvariants.corpora.toyworld import LANGUAGES, SPLITS, generate
 from nmtvariants.corpora.toyworld_image import layout
-from nmtvariants.corpora.toyworld_plan import NP
+from nmtvariants.corpora.toyworld_lexicon import AMBIGUOUS, VERBS
+from nmtvariants.corpora.toyworld_plan import NP, PlanSampler
 from nmtvariants.syntax.conllu import read_conllu
+from nmtvariants.text.chain import TrainedChain, load_settings
+from nmtvariants.text.moses import Normalizer
+from nmtvariants.text.subword_map import HYPHEN, words
 
 SIZES = {"train": 200, "valid": 20, "test": 20}
 TARGETS = ("de", "ru", "fr")
 CONTENT_UPOS = {"NOUN", "PROPN", "VERB", "ADJ", "NUM", "ADV"}
 UD_RELATIONS = {
     "nsubj", "obj", "obl", "amod", "det", "case", "nummod", "advmod", "punct", "conj", "cc", "mark", "advcl",
-    "compound", "compound:prt", "root", "cop", "aux", "expl", "nmod", "ccomp", "parataxis",
+    "compound", "compound:prt", "root", "cop", "aux", "expl", "nmod", "ccomp", "parataxis", "acl:relcl",
 }  # fmt: skip
 
 
@@ -96,8 +100,8 @@ def test_parallel_files_line_up(corpus: Path) -> None:
 
 
 def test_text_has_the_features_the_preprocessing_needs(corpus: Path) -> None:
-    en = "\n".join(_lines(corpus / "raw/train.en"))
-    de = "\n".join(_lines(corpus / "raw/train.de"))
+    en = "\n".join(line for split in SPLITS for line in _lines(corpus / f"raw/{split}.en"))
+    de = "\n".join(line for split in SPLITS for line in _lines(corpus / f"raw/{split}.de"))
     assert "," in en and "?" in en and "!" in en and '"' in en and "(" in en
     assert any(ch.isdigit() for ch in en) and "." in "".join(w for w in en.split() if w[:1].isdigit())
     assert "-" in de and "„" in de  # hyphenated compounds, German quotes
@@ -151,6 +155,72 @@ def test_target_text_tokenizes_as_generated(corpus: Path) -> None:
                 links = [tuple(map(int, link.split("-"))) for link in line.split()]
                 assert links, "empty alignment"
                 assert all(0 <= i < len(src) and 0 <= j < len(trg) for i, j in links)
+
+
+# -- gold annotations through the configured preprocessing ---------------------------------------
+CONFIG = Path(__file__).resolve().parent.parent / "config.yaml"
+UPOS = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+        "PUNCT", "SCONJ", "SYM", "VERB", "X"}  # fmt: skip
+
+
+def _configured_words(corpus: Path, split: str, lang: str) -> tuple[list[list[str]], int]:
+    """Words behind the tokens config.yaml's toyworld chain writes (sacremoses normalise + tokenise,
+    -a as configured), and how many lines had a hyphen split."""
+    chain = TrainedChain(lang, load_settings(CONFIG, "toyworld"))
+    tokenized = [chain.tokenize(line) for line in _lines(corpus / f"raw/{split}.{lang}")]
+    hyphen = HYPHEN if chain.settings.aggressive_hyphen else None
+    return [words(line.split(), hyphen=hyphen) for line in tokenized], sum(HYPHEN in t for t in tokenized)
+
+
+def test_gold_annotations_index_the_configured_chain_words(corpus: Path) -> None:
+    """Every line: the configured chain's words are the gold words (same count, same order, each one
+    normalised alone), every alignment index is in range and every target token has one POS tag."""
+    hyphenated = 0
+    for split in SPLITS:
+        source, split_lines = _configured_words(corpus, split, "en")
+        hyphenated += split_lines
+        sentences = read_conllu(corpus / f"raw/{split}.en.conllu")
+        normalize = Normalizer("en")
+        for sentence, got in zip(sentences, source, strict=True):
+            assert len(got) == len(sentence.words), (sentence.text, got)
+            assert got == [normalize(form) for form in sentence.forms], sentence.text  # type: ignore[union-attr]
+        for tgt in TARGETS:
+            target, split_lines = _configured_words(corpus, split, tgt)
+            hyphenated += split_lines
+            normalize = Normalizer(tgt)
+            raw = _lines(corpus / f"raw/{split}.{tgt}")
+            tags = [line.split() for line in _lines(corpus / f"raw/{split}.{tgt}.pos")]
+            links = _alignments(corpus, split, tgt)
+            for line, got, pos, sentence_links, src in zip(raw, target, tags, links, source, strict=True):
+                assert got == [normalize(form) for form in _moses(tgt, line)], line
+                assert len(pos) == len(got), (line, pos)
+                assert all(0 <= i < len(src) and 0 <= j < len(got) for i, j in sentence_links), line
+        assert hyphenated > 0, "no hyphen split in the sample: the -a mapping is untested"
+
+
+def test_target_pos_tags_agree_with_english_and_a_dictionary(corpus: Path) -> None:
+    sentences = read_conllu(corpus / "raw/train.en.conllu")
+    for tgt in TARGETS:
+        seen: Counter[str] = Counter()
+        targets = [_moses(tgt, line) for line in _lines(corpus / f"raw/train.{tgt}")]
+        tags = [line.split() for line in _lines(corpus / f"raw/train.{tgt}.pos")]
+        for sentence, links, tokens, pos in zip(
+            sentences, _alignments(corpus, "train", tgt), targets, tags, strict=True
+        ):
+            assert len(pos) == len(tokens) and set(pos) <= UPOS
+            for token, tag in zip(tokens, pos, strict=True):
+                assert (tag == "PUNCT") == all(not ch.isalnum() for ch in token), (token, tag)
+            for i, j in links:
+                english = sentence.words[i]
+                if english.upos in ("NUM", "PROPN") or english.form == "that":
+                    assert pos[j] == {"that": "PRON"}.get(english.form, english.upos), (tokens[j], pos[j])
+                    seen[english.upos] += 1
+                nouns = NOUN_TRANSLATIONS.get(tgt, {}).get(english.lemma, set())
+                if english.upos == "NOUN" and tokens[j].split("-")[-1] in nouns:
+                    assert pos[j] == "NOUN", (tokens[j], pos[j])
+                    seen["NOUN"] += 1
+        assert seen["PRON"] and seen["NUM"] and seen["PROPN"], (tgt, seen)
+        assert tgt == "ru" or seen["NOUN"] > 20
 
 
 # -- alignments -------------------------------------------------------------------------------------
@@ -306,7 +376,7 @@ def test_contrawsd_layout_and_contrasts(corpus: Path) -> None:
     items = json.loads((corpus / "contrawsd/en-de.json").read_text(encoding="utf-8"))
     assert len(items) == 40
     train_en = set(_lines(corpus / "raw/train.en"))
-    en_tokens = Counter(t.lower() for line in train_en for t in _moses("en", line))
+    en_tokens = Counter(t.lower() for line in _lines(corpus / "raw/train.en") for t in _moses("en", line))
     de_tokens = Counter(
         t.split("-")[-1] for line in _lines(corpus / "raw/train.de") for t in _moses("de", line)
     )
@@ -331,14 +401,54 @@ def test_contrawsd_layout_and_contrasts(corpus: Path) -> None:
                 if op != "equal":
                     changed_ref += reference[i1:i2]
                     changed_con += contrastive[j1:j2]
-            # Only the ambiguous word's translation and its article/adjectives change.
-            assert item["original translation"] in changed_ref and len(changed_ref) <= 4
+            # Only the ambiguous word's translation, its article/adjectives and the relative pronoun
+            # that agrees with it change.
+            assert item["original translation"] in changed_ref and len(changed_ref) <= 5
             assert not {t.split("-")[-1] for t in changed_con} & sense_forms
-            assert all(t[0].islower() or t.lower() in ("der", "die", "das") for t in changed_con[:-1])
+            words = [t for t in changed_con if t.lower() not in ("der", "die", "das")]
+            assert all(t[0].islower() for t in words[:-1]) and words[-1][0].isupper(), changed_con
         absolute, total = map(int, item["frequency of sense/ambig word in wmt16"].split("/"))
         assert total == en_tokens[word] + en_tokens[word + "s"]  # every mention is singular or plural
         assert absolute == sum(de_tokens[form] for form in sense_forms)
         assert 0 <= absolute <= total
+
+
+def _clauses(clause):  # type: ignore[no-untyped-def]
+    """A clause and the relative clauses inside its noun phrases."""
+    if clause is None:
+        return
+    yield clause
+    for np in [*clause.subj, clause.obj, clause.pp and clause.pp.np]:
+        if isinstance(np, NP):
+            yield from _clauses(np.rel)
+            if np.pp is not None:
+                yield from _clauses(np.pp.np.rel)
+
+
+def _subject_ref(subject: object) -> str:
+    """The mention a subject is, or stands for (a relative pronoun: its noun)."""
+    return getattr(getattr(subject, "antecedent", subject), "ref", "")
+
+
+def test_every_ambiguous_mention_is_cued_in_its_sentence() -> None:
+    """A cue adjective of its sense, or a verb whose subject it is (own clause or relative clause)
+    that no other sense of the word can take: the sense is decidable from the source alone."""
+    sampler = PlanSampler(random.Random("cues"), ambiguity_rate=0.5)
+    kinds: Counter[str] = Counter()
+    for _ in range(2000):
+        plan = sampler.sample()
+        clauses = [*_clauses(plan.main), *_clauses(plan.sub)]
+        for np in (np for np in plan.objects if np.sense):
+            word = AMBIGUOUS[np.noun]
+            if any(key in word.cue_adjectives[np.sense] for _, key in np.modifiers):
+                kinds["adjective"] += 1
+                continue
+            refs = {np.ref}
+            verbs = {c.verb for c in clauses if c.verb and refs & {_subject_ref(s) for s in c.subj}}
+            others = {word.senses[s].cls for s in word.senses if s != np.sense}
+            assert any(not set(VERBS[v].subjects) & others for v in verbs), (np, verbs)
+            kinds["verb"] += 1
+    assert kinds["adjective"] and kinds["verb"] > 100, kinds
 
 
 # -- CLI --------------------------------------------------------------------------------------------
@@ -365,7 +475,7 @@ def test_default_size_corpus_vocabulary(tmp_path: Path) -> None:
         types = (
             {t for line in lines for t in _moses(lang, line)}
             if lang == "en"
-            else set(" ".join(lines).split())
+            else {w.strip('.,!?:«»„“"()') for w in " ".join(lines).split()}  # words, not "коробкой,"
         )
         assert 200 <= len(types) <= 1500, (lang, len(types))
     sentences = read_conllu(tmp_path / "raw/train.en.conllu")

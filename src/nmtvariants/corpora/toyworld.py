@@ -3,12 +3,20 @@
 It stands in for real data in the default run and in tests, so it has to exercise every stage of
 the four studies: raw text in four languages (English source; German-, Russian- and French-like
 targets with reordering, agreement, Cyrillic, compounds, numbers, quotes), gold dependency trees of
-the source over Moses tokens (PASCAL, LISA), gold word alignments (AER), one picture per sentence
-(multimodal decoding) and a contrastive word-sense test set (ContraWSD).
+the source over Moses tokens (PASCAL, LISA), gold word alignments (AER), target POS tags (decoder-side
+breakdowns), one picture per sentence (multimodal decoding) and a contrastive word-sense test set
+(ContraWSD).
+
+Gold annotations index *words*: the Moses tokens of the raw text without hyphen splitting, which are
+also the tokens of the normalised text (the generator writes nothing Moses' normaliser reorders). The
+workflow splits hyphens (``-a``: ``dark-blue`` -> ``dark @-@ blue``) and applies BPE after that;
+`nmtvariants.text.subword_map.word_ids` maps every preprocessed token back to its word, which the
+tests check line by line through the configured chain.
 
 Layout under ``outdir``::
 
     raw/{split}.{en,de,ru,fr}   raw/{split}.en.conllu   raw/{split}.en-{de,ru,fr}.align
+    raw/{split}.{de,ru,fr}.pos  (UD tags of the target's Moses tokens, one line per sentence)
     images/{split}/{index:06d}.png   image_splits/{split}.txt   contrawsd/en-de.json   manifest.json
 
 Every random choice comes from ``random.Random`` instances seeded with the seed and the split name,
@@ -30,6 +38,7 @@ from nmtvariants.corpora.toyworld_contrawsd import contrawsd_item, sense_counts
 from nmtvariants.corpora.toyworld_grammar import REALISERS, TARGETS, Tok, align, detokenize
 from nmtvariants.corpora.toyworld_image import render_png
 from nmtvariants.corpora.toyworld_plan import TEMPLATES, Plan, PlanSampler
+from nmtvariants.corpora.toyworld_pos import pos_line
 from nmtvariants.errors import ConfigError
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.syntax.conllu import format_sentence, make_sentence
@@ -165,6 +174,7 @@ def generate(
                     for item in items
                 ],
             )
+            writer.lines(f"raw/{split}.{tgt}.pos", [pos_line(item.tokens[tgt], tgt) for item in items])
         image_rng = random.Random(f"toyworld:{seed}:{split}:images")
         names = []
         for i, item in enumerate(items):

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from nmtvariants.corpora.toyworld_grammar import REALISERS, detokenize
 from nmtvariants.corpora.toyworld_lexicon import AMBIGUOUS
-from nmtvariants.corpora.toyworld_plan import NP, PP, Clause, Plan
+from nmtvariants.corpora.toyworld_plan import NP, PP, Clause, Plan, Rel, Subject
 
 FREQUENCY_KEY = "frequency of sense/ambig word in wmt16"
 
@@ -30,15 +30,32 @@ def sense_counts(plans: Iterable[Plan]) -> Counter[tuple[str, str]]:
 
 
 def _swap_np(np: NP | None, ref: str, sense: str) -> NP | None:
-    return dataclasses.replace(np, sense=sense) if np is not None and np.ref == ref else np
+    """``np`` with mention ``ref`` (itself, or inside its PP or relative clause) read in ``sense``."""
+    if np is None:
+        return None
+    changes: dict[str, object] = {"sense": sense} if np.ref == ref else {}
+    if np.pp is not None:
+        changes["pp"] = PP(np.pp.kind, _swap_np(np.pp.np, ref, sense))  # type: ignore[arg-type]
+    if np.rel is not None:
+        changes["rel"] = _swap_clause(np.rel, ref, sense)
+    return dataclasses.replace(np, **changes) if changes else np  # type: ignore[arg-type]
+
+
+def _swap_subject(subject: Subject, ref: str, sense: str) -> Subject:
+    if isinstance(subject, NP):
+        return _swap_np(subject, ref, sense)  # type: ignore[return-value]
+    if isinstance(subject, Rel):  # the relative pronoun agrees with the re-read noun
+        return dataclasses.replace(subject, antecedent=_swap_np(subject.antecedent, ref, sense))
+    return subject
 
 
 def _swap_clause(clause: Clause | None, ref: str, sense: str) -> Clause | None:
     if clause is None:
         return None
-    subj = tuple(_swap_np(s, ref, sense) if isinstance(s, NP) else s for s in clause.subj)
+    subj = tuple(_swap_subject(s, ref, sense) for s in clause.subj)
     pp = clause.pp and PP(clause.pp.kind, _swap_np(clause.pp.np, ref, sense))  # type: ignore[arg-type]
-    return dataclasses.replace(clause, subj=subj, obj=_swap_np(clause.obj, ref, sense), pp=pp)
+    obj = clause.obj and _swap_subject(clause.obj, ref, sense)
+    return dataclasses.replace(clause, subj=subj, obj=obj, pp=pp)
 
 
 def swap_sense(plan: Plan, ref: str, sense: str) -> Plan:

@@ -26,7 +26,7 @@ from nmtvariants.corpora.toyworld_lexicon import (
     SAY,
     VERBS,
 )
-from nmtvariants.corpora.toyworld_plan import NP, PP, Clause, Name, Plan, Subject
+from nmtvariants.corpora.toyworld_plan import NP, PP, Clause, Name, Plan, Rel, Subject
 
 
 @dataclass(eq=False)
@@ -49,6 +49,20 @@ def _dep(tok: Tok, head: Tok | None, deprel: str) -> Tok:
 def _cap(toks: Sequence[Tok]) -> None:
     if toks:
         toks[0].form = toks[0].form[:1].upper() + toks[0].form[1:]
+
+
+_PUNCT_FORMS = {",", ".", "!", "?", ":", "“", "„", "«", "»", '"', "(", ")"}
+
+
+def _drop_dangling_commas(toks: list[Tok]) -> list[Tok]:
+    """Drop a relative clause's closing comma where punctuation follows (or nothing does)."""
+    out = []
+    for i, tok in enumerate(toks):
+        closing = tok.form == "," and any(c.endswith(".close") for c in tok.concepts)
+        if closing and (i + 1 == len(toks) or toks[i + 1].form in _PUNCT_FORMS):
+            continue
+        out.append(tok)
+    return out
 
 
 def align(source: Sequence[Tok], target: Sequence[Tok]) -> list[tuple[int, int]]:
@@ -99,6 +113,21 @@ class English:
         if isinstance(np, Name):
             tok = Tok(NAMES[np.key][0], (f"{np.ref}.noun",), "PROPN", np.key)
             return [tok], tok
+        if isinstance(np, Rel):
+            tok = Tok("that", (f"{np.ref}.pron",), "PRON", "that")
+            return [tok], tok
+        toks, head = self._bare_np(np)
+        if np.pp is not None:
+            pp, phead = self.pp(np.pp, f"{np.ref}.pp")
+            toks += pp
+            _dep(phead, head, "nmod")
+        if np.rel is not None:
+            rel, rroot = self.clause(np.rel)
+            toks += rel
+            _dep(rroot, head, "acl:relcl")
+        return toks, head
+
+    def _bare_np(self, np: NP) -> tuple[list[Tok], Tok]:
         entry = np.entry
         head = Tok(entry.en[0] if np.count == 1 else entry.en[1], (f"{np.ref}.noun",), "NOUN", entry.en[0])
         toks: list[Tok] = []
@@ -175,8 +204,11 @@ class English:
                 )
             if c.obj is not None:
                 obj, ohead = self.np(c.obj)
-                toks += obj
                 _dep(ohead, root, "obj")
+                if isinstance(c.obj, Rel):  # object relative: "the ball that the cat pushes"
+                    toks = obj + toks
+                else:
+                    toks += obj
             if c.pp is not None:
                 pp, phead = self.pp(c.pp, f"{tag}.pp")
                 toks += pp
@@ -293,9 +325,29 @@ class German:
     lang = "de"
 
     def np(self, np: Subject, case: str, contract: str = "") -> list[Tok]:
-        """A noun phrase in ``case``; ``contract`` ("zu"/"von") fuses the preposition with the article."""
+        """A noun phrase in ``case``; ``contract`` ("zu"/"von") fuses the preposition with the article.
+
+        A relative clause is set off by commas (verb last); `_drop_dangling_commas` removes the
+        closing one where punctuation follows anyway.
+        """
         if isinstance(np, Name):
-            return [Tok(NAMES[np.key][1], (f"{np.ref}.noun",))]
+            return [Tok(NAMES[np.key][1], (f"{np.ref}.noun",), "PROPN")]
+        if isinstance(np, Rel):  # the relative pronoun: gender of its noun, case of its own clause
+            gender = np.antecedent.entry.de[0]
+            return [Tok(_DE_DEF[case][gender], (f"{np.ref}.pron",), "PRON")]
+        toks = self._bare_np(np, case, contract)
+        if np.pp is not None:
+            toks += self.pp(np.pp, f"{np.ref}.pp")[0]
+        if np.rel is not None:
+            tag = np.rel.tag
+            toks += [
+                Tok(",", (f"{tag}.open",), "PUNCT"),
+                *self.clause(np.rel, "sub"),
+                Tok(",", (f"{tag}.close",), "PUNCT"),
+            ]
+        return toks
+
+    def _bare_np(self, np: NP, case: str, contract: str) -> list[Tok]:
         gender, sg, pl = np.entry.de
         g = "pl" if np.count > 1 else gender
         toks: list[Tok] = []
@@ -354,6 +406,7 @@ class German:
         plural = len(c.subj) > 1 or (isinstance(c.subj[0], NP) and c.subj[0].count > 1)
         middle: list[Tok] = []
         right: list[Tok] = []
+        fronted: list[Tok] = []  # an object relative pronoun opens its clause: "den die Katze schiebt"
         if c.kind in ("intrans", "trans"):
             verb = VERBS[c.verb]  # type: ignore[index]
             if c.perfect:
@@ -367,7 +420,9 @@ class German:
                     right = [Tok(verb.de_particle, (f"{tag}.prt",))]
             if verb.de_reflexive:
                 middle.append(Tok("sich", (f"{tag}.verb",)))
-            if c.obj is not None:
+            if isinstance(c.obj, Rel):
+                fronted = self.np(c.obj, verb.de_case)
+            elif c.obj is not None:
                 middle += self.np(c.obj, verb.de_case)
             if c.pp is not None:
                 pp, end = self.pp(c.pp, f"{tag}.pp")
@@ -389,7 +444,7 @@ class German:
             raise ValueError(c.kind)
         adverb = [Tok(ADVERBS[c.adverb][1], (f"{tag}.adv",))] if c.adverb else []
         if mode == "sub":
-            toks = subj + middle + right + [finite]
+            toks = fronted + subj + middle + right + [finite]
         elif mode == "inv" or adverb:
             toks = [*adverb, finite, *subj, *middle, *right]
         else:
@@ -407,16 +462,18 @@ class German:
         if plan.kind == "where":
             toks = [Tok("wo", ("m.where",)), Tok("ist", ("m.cop",)), *self.np(plan.main.subj[0], "nom"), end]
         elif plan.kind == "quote":
+            # „Der Ball rollt“, sagt Tom. (not Tom sagt: „Der Ball rollt.“, whose ." Moses'
+            # normaliser turns into ". and so reorders against the gold alignment)
             inner = self.clause(plan.main)
             _cap(inner)
             toks = [
-                *self.np(plan.speaker, "nom"),
-                Tok(SAY[1], ("q.say",)),
-                Tok(":", ("p.colon",)),  # type: ignore[arg-type]
                 Tok("„", ("p.qopen",)),
                 *inner,
-                end,
                 Tok("“", ("p.qclose",)),
+                Tok(",", ("p.quotecomma",)),
+                Tok(SAY[1], ("q.say",)),
+                *self.np(plan.speaker, "nom"),  # type: ignore[arg-type]
+                end,
             ]
         elif plan.kind == "look":
             toks = [Tok(LOOK[1], ("l.look",)), Tok(",", ("p.lookcomma",)), *self.clause(plan.main), end]
@@ -428,6 +485,7 @@ class German:
                 toks = [*self.clause(plan.main), Tok(",", ("p.decomma",)), *sub, end]
         else:
             toks = [*self.clause(plan.main, "inv" if plan.kind == "question" else "main"), end]
+        toks = _drop_dangling_commas(toks)
         _cap(toks)
         return toks
 
@@ -446,8 +504,26 @@ class Russian:
     _CASE: ClassVar[dict[str, int]] = {"nom": 2, "acc": 3, "gen": 4, "dat": 5, "ins": 6}
 
     def np(self, np: Subject, case: str) -> list[Tok]:
+        """A noun phrase in ``case``, then its PP and its relative clause (between commas)."""
         if isinstance(np, Name):
-            return [Tok(NAMES[np.key][2], (f"{np.ref}.noun",))]
+            return [Tok(NAMES[np.key][2], (f"{np.ref}.noun",), "PROPN")]
+        if isinstance(np, Rel):  # который: gender (and animacy) of its noun, case of its own clause
+            gender, animate = np.antecedent.entry.ru[0], np.antecedent.entry.ru[1]
+            form = ru_adjective(("котор", "hard"), gender, case, animate)
+            return [Tok(form, (f"{np.ref}.pron",), "PRON")]
+        toks = self._bare_np(np, case)
+        if np.pp is not None:
+            toks += self.pp(np.pp, f"{np.ref}.pp")
+        if np.rel is not None:
+            tag = np.rel.tag
+            toks += [
+                Tok(",", (f"{tag}.open",), "PUNCT"),
+                *self.clause(np.rel),
+                Tok(",", (f"{tag}.close",), "PUNCT"),
+            ]
+        return toks
+
+    def _bare_np(self, np: NP, case: str) -> list[Tok]:
         entry = np.entry.ru
         gender, animate = entry[0], entry[1]
         toks: list[Tok] = []
@@ -494,9 +570,10 @@ class Russian:
             toks = [*subj, vtok]
             if c.obj is not None:
                 prep, case = verb.ru_object
-                if prep:
-                    toks.append(Tok(prep, (f"{tag}.verb",)))
-                toks += self.np(c.obj, case)
+                obj = [Tok(prep, (f"{tag}.verb",))] if prep else []
+                obj += self.np(c.obj, case)
+                # an object relative opens its clause: "мяч, за которым следует кошка"
+                toks = obj + toks if isinstance(c.obj, Rel) else toks + obj
             if c.pp is not None:
                 toks += self.pp(c.pp, f"{tag}.pp")
         elif c.kind == "cop":
@@ -550,6 +627,7 @@ class Russian:
                 toks = [*self.clause(plan.main), Tok(",", ("p.rucomma",)), *sub, end]
         else:
             toks = [*self.clause(plan.main), end]
+        toks = _drop_dangling_commas(toks)
         _cap(toks)
         return toks
 
@@ -575,10 +653,20 @@ class French:
     lang = "fr"
 
     def np(self, np: Subject, prep: str = "") -> list[Tok]:
-        """A noun phrase; ``prep`` = "de" fuses with le/les into du/des."""
+        """A noun phrase; ``prep`` = "de" fuses with le/les into du/des. Then its PP and relative clause."""
         pre = [Tok(prep, (f"{prep}.prep",))] if prep else []
         if isinstance(np, Name):
-            return [*pre, Tok(NAMES[np.key][3], (f"{np.ref}.noun",))]
+            return [*pre, Tok(NAMES[np.key][3], (f"{np.ref}.noun",), "PROPN")]
+        if isinstance(np, Rel):
+            return [Tok("qui", (f"{np.ref}.pron",), "PRON")]
+        toks = self._bare_np(np, pre, prep)
+        if np.pp is not None:
+            toks += self.pp(np.pp, f"{np.ref}.pp")
+        if np.rel is not None:
+            toks += self.clause(np.rel)
+        return toks
+
+    def _bare_np(self, np: NP, pre: list[Tok], prep: str) -> list[Tok]:
         gender, sg, pl = np.entry.fr
         number = 1 if np.count > 1 else 0
         index = (0 if gender == "m" else 1) + 2 * number
@@ -639,12 +727,17 @@ class French:
                 toks.append(Tok("se", (f"{tag}.verb",)))
             if c.perfect:
                 participle = verb.fr[1]
-                if verb.fr[2] == "est" and self._feminine(c.subj[0]):
+                # être: the participle agrees with the subject; avoir: with a preceding direct
+                # object, i.e. an object relative ("la balle que le chat a poussée")
+                agrees_with = c.subj[0] if verb.fr[2] == "est" else c.obj if isinstance(c.obj, Rel) else None
+                if agrees_with is not None and self._feminine(agrees_with):
                     participle += "e"
                 toks += [Tok(verb.fr[2], (f"{tag}.aux",)), Tok(participle, (f"{tag}.verb", f"{tag}.prt"))]
             else:
                 toks.append(Tok(verb.fr[0], (f"{tag}.verb", f"{tag}.prt")))
-            if c.obj is not None:
+            if isinstance(c.obj, Rel):
+                toks.insert(0, Tok("que", (f"{c.obj.ref}.pron",), "PRON"))
+            elif c.obj is not None:
                 toks += self.np(c.obj)
             if c.pp is not None:
                 toks += self.pp(c.pp, f"{tag}.pp")

@@ -8,7 +8,7 @@ The weights give a long tail: a few rare nouns and names appear only a handful o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -478,6 +478,7 @@ class Ambiguous:
     senses: dict[str, Noun]
     cue_adjectives: dict[str, tuple[str, ...]]  # sense -> adjectives (materials/qualities) that pick it
     weight: float = 1.0
+    sense_weights: dict[str, float] = field(default_factory=dict)  # rarer senses (default 1 each)
 
 
 AMBIGUOUS: dict[str, Ambiguous] = {
@@ -503,6 +504,7 @@ AMBIGUOUS: dict[str, Ambiguous] = {
             ),
         },
         {"animal": (), "club": ("wooden", "metal")},
+        sense_weights={"animal": 4, "club": 1},
     ),
     "bank": Ambiguous(
         {
@@ -526,6 +528,7 @@ AMBIGUOUS: dict[str, Ambiguous] = {
             ),
         },
         {"river": ("steep", "muddy"), "money": ()},
+        sense_weights={"river": 1, "money": 4},
     ),
     "crane": Ambiguous(
         {
@@ -549,6 +552,7 @@ AMBIGUOUS: dict[str, Ambiguous] = {
             ),
         },
         {"bird": (), "machine": ("metal",)},
+        sense_weights={"bird": 1, "machine": 4},
     ),
     "seal": Ambiguous(
         {
@@ -572,6 +576,7 @@ AMBIGUOUS: dict[str, Ambiguous] = {
             ),
         },
         {"animal": (), "stamp": ("wooden", "metal")},
+        sense_weights={"animal": 4, "stamp": 1},
     ),
 }
 
@@ -924,4 +929,4 @@ SAY = ("says", "sagt", "говорит", "dit")
 LOOK = ("look", "schau", "смотри", "regarde")
 
 # Distances for "N metres from": English number, German/Russian/French (decimal comma).
-MEASURES: tuple[str, ...] = ("1.5", "2", "2.5", "3", "4", "7", "10", "12", "20")
+MEASURES: tuple[str, ...] = ("1.5", "2", "2.5", "3", "3.5", "4", "4.5", "7", "10", "12", "20")

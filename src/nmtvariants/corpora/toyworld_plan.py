@@ -41,6 +41,8 @@ class NP:
     material: str | None = None
     count: int = 1
     definite: bool = True
+    pp: PP | None = None  # a relation modifying the noun ("the ball near the box"): nmod
+    rel: Clause | None = None  # a relative clause ("the ball that rolls / that Tom hits"): acl:relcl
 
     @property
     def entry(self) -> Noun:
@@ -65,7 +67,27 @@ class Name:
     obj: int = -1
 
 
-Subject = NP | Name
+@dataclass(frozen=True)
+class Rel:
+    """The relative pronoun subject of ``antecedent``'s relative clause ("that", der/die/das, который).
+
+    ``antecedent`` is the noun phrase without its own pp/rel (no cycle); it carries the gender and
+    class the pronoun and the verb agree with, however far away the noun stands.
+    """
+
+    ref: str
+    antecedent: NP
+
+    @property
+    def obj(self) -> int:
+        return self.antecedent.obj
+
+    @property
+    def entry(self) -> Noun:
+        return self.antecedent.entry
+
+
+Subject = NP | Name | Rel
 
 
 @dataclass(frozen=True)
@@ -84,7 +106,7 @@ class Clause:
     subj: tuple[Subject, ...]
     tag: str = "m"  # prefix of the clause's alignment concepts
     verb: str | None = None
-    obj: NP | None = None
+    obj: NP | Rel | None = None
     pp: PP | None = None
     perfect: bool = False
     adverb: str | None = None
@@ -130,7 +152,7 @@ TEMPLATES = {
     "trans": 16,
     "cop": 12,
     "exist": 8,
-    "measure": 4,
+    "measure": 6,
     "sub": 12,
     "question": 5,
     "where": 3,
@@ -139,6 +161,27 @@ TEMPLATES = {
     "coord": 4,
     "cue": 10,
 }
+
+
+# How often a subject or object of a main or subordinate clause gets a noun-modifying relation, and
+# a relative clause. Both lengthen sentences; the first makes PP attachment ambiguous ("Tom hits the
+# ball near the box": nmod here, obl elsewhere), the second puts agreement at a distance (the German
+# and Russian relative pronoun agrees with its noun across the noun's own PP, the main verb follows
+# the whole clause).
+NMOD_RATE = 0.25
+RELATIVE_RATE = 0.25
+OBJECT_RELATIVE_RATE = 0.4  # of relative clauses: the pronoun's case then comes from its own verb
+
+
+VERB_CUE_RATE = 0.4  # of ambiguous nouns in a clause's subject or object
+
+
+def _subject_verbs(cls: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Intransitive and transitive verbs (with weights) whose subject can be of class ``cls``; the
+    ambiguous nouns' senses have disjoint classes and verbs, so such a verb cues the sense."""
+    intransitive = {v: e.weight for v, e in VERBS.items() if not e.transitive and cls in e.subjects}
+    transitive = {v: e.weight for v, e in VERBS.items() if e.transitive and cls in e.subjects}
+    return intransitive, transitive
 
 
 class PlanSampler:
@@ -152,6 +195,7 @@ class PlanSampler:
         self.templates = templates or TEMPLATES
         self._objects: list[NP] = []
         self._relations: list[tuple[int, str, int]] = []
+        self._nested = 0
 
     # -- noun phrases ------------------------------------------------------------------------------
     def _modifiers(self, np: NP, allow_material: bool = True) -> NP:
@@ -176,23 +220,76 @@ class PlanSampler:
         classes: tuple[str, ...] = ("round", "thing", "animal"),
         ambiguous: bool = True,
         avoid: Subject | None = None,
+        decorate: bool = False,
     ) -> NP:
-        """A noun phrase for any position; an ambiguous noun here always gets its cue modifier.
+        """A noun phrase for any position; an ambiguous noun always gets its cue: a modifier or, in a
+        decorated position, sometimes the verb of its relative clause.
 
         ``avoid``: redraw (a few times) a phrase identical to this one ("the box hits the box").
+        ``decorate``: a clause's subject or object, which may get a PP and a relative clause (one
+        level deep: the phrases inside them stay plain).
         """
         for _ in range(5):
             np = self._draw_np(ref, classes, ambiguous)
             if not (isinstance(avoid, NP) and _same(np, avoid)):
                 break
-        return self._new(np)
+        np = self._new(np)
+        if not decorate or self._nested:
+            return np
+        if np.sense and self.rng.random() < VERB_CUE_RATE:
+            return self._decorate(self._verb_cued(np), cue=True)
+        return self._decorate(np)
+
+    def _verb_cued(self, np: NP) -> NP:
+        """An ambiguous noun cued by the verb of its relative clause instead of a modifier ("the bat
+        that sleeps"): the sense is drawn by `Ambiguous.sense_weights` among senses that take a verb."""
+        word = AMBIGUOUS[np.noun]
+        senses = {
+            s: word.sense_weights.get(s, 1.0)
+            for s in sorted(word.senses)
+            if any(_subject_verbs(word.senses[s].cls))  # the river bank takes no verb
+        }
+        plain = self._modifiers(NP(np.ref, np.obj, np.noun, _pick(self.rng, senses)), allow_material=False)
+        self._objects[np.obj] = plain
+        return plain
+
+    def _decorate(self, np: NP, cue: bool = False) -> NP:
+        """Maybe a PP, maybe a relative clause; ``cue``: a subject relative whose verb picks the sense."""
+        rng = self.rng
+        self._nested += 1
+        if rng.random() < NMOD_RATE:
+            np = dataclasses.replace(np, pp=self._relation(f"{np.ref}.pp", np))
+        if cue or rng.random() < RELATIVE_RATE:
+            np = dataclasses.replace(np, rel=self._relative(np, subject=cue))
+        self._nested -= 1
+        return np
+
+    def _relative(self, np: NP, subject: bool = False) -> Clause | None:
+        """A relative clause on ``np``: its subject ("that rolls") with a verb its class takes, or
+        (``OBJECT_RELATIVE_RATE``, unless ``subject``) its object ("that the cat pushes"); None if its
+        class takes no verb."""
+        rng = self.rng
+        tag = f"{np.ref}.rc"
+        bare = dataclasses.replace(np, pp=None, rel=None)
+        if not subject and rng.random() < OBJECT_RELATIVE_RATE:
+            verb = _pick(
+                rng, {v: e.weight for v, e in VERBS.items() if e.transitive and "round" in e.subjects}
+            )
+            return self.trans(tag, verb=verb, front=False, obj=Rel(f"{tag}.obj", bare))
+        pronoun = Rel(f"{tag}.subj", bare)
+        intransitive, transitive = _subject_verbs(np.entry.cls)
+        if transitive and (not intransitive or rng.random() < 0.5):
+            return self.trans(tag, pronoun, _pick(rng, transitive), front=False)
+        if intransitive:
+            return self.intrans(tag, pronoun, _pick(rng, intransitive), front=False)
+        return None
 
     def _draw_np(self, ref: str, classes: tuple[str, ...], ambiguous: bool) -> NP:
         rng = self.rng
         if ambiguous and rng.random() < self.ambiguity_rate:
             word = _pick(rng, _AMB_W)
             cued = [s for s, cues in AMBIGUOUS[word].cue_adjectives.items() if cues]
-            sense = rng.choice(cued)
+            sense = _pick(rng, {s: AMBIGUOUS[word].sense_weights.get(s, 1.0) for s in cued})
             cue = rng.choice(AMBIGUOUS[word].cue_adjectives[sense])
             np = self._modifiers(NP(ref, 0, word, sense), allow_material=False)
             slot = ADJECTIVES[cue].kind
@@ -207,7 +304,9 @@ class PlanSampler:
         """An ambiguous noun as the subject of a verb that only one of its senses takes."""
         rng = self.rng
         word = _pick(rng, _AMB_W)
-        sense = rng.choice(sorted(AMBIGUOUS[word].senses))
+        sense = _pick(
+            rng, {s: AMBIGUOUS[word].sense_weights.get(s, 1.0) for s in sorted(AMBIGUOUS[word].senses)}
+        )
         entry = AMBIGUOUS[word].senses[sense]
         verbs = [
             v
@@ -228,7 +327,7 @@ class PlanSampler:
     def subject(self, ref: str, classes: tuple[str, ...]) -> Subject:
         if "name" in classes and self.rng.random() < 0.25:
             return Name(ref, _pick(self.rng, _NAME_W))
-        return self.np(ref, tuple(c for c in classes if c != "name"))
+        return self.np(ref, tuple(c for c in classes if c != "name"), decorate=True)
 
     # -- clauses -----------------------------------------------------------------------------------
     def _relation(self, ref: str, figure: NP | None) -> PP:
@@ -245,11 +344,11 @@ class PlanSampler:
         return {"adverb": adverb, "manner": manner}
 
     def intrans(
-        self, tag: str, subj: NP | None = None, verb: str | None = None, front: bool = True
+        self, tag: str, subj: NP | Rel | None = None, verb: str | None = None, front: bool = True
     ) -> Clause:
         rng = self.rng
         if subj is None:
-            subj = self.np(f"{tag}.subj", ("round", "thing", "animal"), ambiguous=False)
+            subj = self.np(f"{tag}.subj", ("round", "thing", "animal"), ambiguous=False, decorate=True)
         if verb is None:
             cls = subj.entry.cls
             options = {v: e.weight for v, e in VERBS.items() if not e.transitive and cls in e.subjects}
@@ -265,7 +364,12 @@ class PlanSampler:
         return Clause("intrans", (subj,), tag, verb, None, pp, perfect, **self._adverbs(front))
 
     def trans(
-        self, tag: str, subj: Subject | None = None, verb: str | None = None, front: bool = True
+        self,
+        tag: str,
+        subj: Subject | None = None,
+        verb: str | None = None,
+        front: bool = True,
+        obj: Rel | None = None,
     ) -> Clause:
         rng = self.rng
         if verb is None:
@@ -275,7 +379,8 @@ class PlanSampler:
         entry = VERBS[verb]
         if subj is None:
             subj = self.subject(f"{tag}.subj", entry.subjects)
-        obj = self.np(f"{tag}.obj", avoid=subj)
+        if obj is None:
+            obj = self.np(f"{tag}.obj", avoid=subj, decorate=True)
         pp = None
         if entry.goal and rng.random() < 0.3:
             pp = PP("towards", self.np(f"{tag}.pp"))
@@ -283,7 +388,7 @@ class PlanSampler:
         return Clause("trans", (subj,), tag, verb, obj, pp, perfect, **self._adverbs(front))
 
     def cop(self, tag: str, coord: bool = False, front: bool = True) -> Clause:
-        first = self.np(f"{tag}.subj")
+        first = self.np(f"{tag}.subj", decorate=not coord)
         subj: tuple[Subject, ...] = (first,)
         if coord:
             subj = (first, self.np(f"{tag}.subj2", avoid=first))
@@ -304,7 +409,7 @@ class PlanSampler:
     def _template(self, template: str) -> Plan:
         rng = self.rng
         if template == "motion":
-            subj = self.np("m.subj", ("round", "thing", "animal"), ambiguous=False)
+            subj = self.np("m.subj", ("round", "thing", "animal"), ambiguous=False, decorate=True)
             movers = {
                 v: e.weight
                 for v, e in VERBS.items()
@@ -312,7 +417,7 @@ class PlanSampler:
             }
             return Plan("plain", self.intrans("m", subj, _pick(rng, movers)))
         if template == "rest":
-            subj = self.np("m.subj", ("round", "thing", "animal"), ambiguous=False)
+            subj = self.np("m.subj", ("round", "thing", "animal"), ambiguous=False, decorate=True)
             rest = {
                 v: e.weight
                 for v, e in VERBS.items()

@@ -22,6 +22,17 @@ import numpy as np
 from nmtvariants.corpora.alignments import GoldAlignment, Link
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, write_lines
+from nmtvariants.text.subword_map import word_ids, word_ids_from_subwords
+
+__all__ = [
+    "alignment_error_rate",
+    "alignments_from_attention",
+    "cumulative_coverage",
+    "format_links",
+    "word_ids",
+    "word_ids_from_subwords",
+    "write_pharaoh",
+]
 
 
 def format_links(links: Iterable[Link], possible: Iterable[Link] = ()) -> str:
@@ -61,17 +72,6 @@ def alignment_error_rate(hyps: Sequence[Iterable[Link]], golds: Sequence[GoldAli
     }
 
 
-def word_ids_from_subwords(tokens: Sequence[str], separator: str = "@@") -> list[int]:
-    """Word index of each BPE token (``new@@ s`` -> [0, 0]); subword-nmt marks non-final pieces."""
-    ids: list[int] = []
-    word = 0
-    for token in tokens:
-        ids.append(word)
-        if not token.endswith(separator):
-            word += 1
-    return ids
-
-
 def _as_array(attn: Any) -> np.ndarray:
     if hasattr(attn, "detach"):  # torch tensor without importing torch here
         attn = attn.detach().float().cpu().numpy()
@@ -108,7 +108,8 @@ def alignments_from_attention(
     """Hard alignment from one layer's encoder-decoder attention: argmax source word per target word.
 
     ``attn`` is ``[T, S]`` or ``[heads, T, S]`` (heads merged by ``mean`` or ``max``). Sub-words are
-    mapped to words by ``*_word_ids`` (one word index per position; ``None``/-1 drops a position such
+    mapped to words by ``*_word_ids`` (one word index per position, as
+    `nmtvariants.text.subword_map.word_ids` gives them, re-exported here; ``None``/-1 drops a position such
     as EOS): attention is averaged over a target word's sub-words and summed over a source word's
     sub-words before the argmax (§3.4's suggested practice). Ties go to the leftmost source word.
     """

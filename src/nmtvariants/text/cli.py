@@ -13,6 +13,8 @@ nmtvariants postprocess -l LANG [IN] [-o OUT] [--truecased] [--no-bpe] [--no-det
                   [--no-repair] [--translit-reverse MODULE:FUNCTION] [-j N]
 nmtvariants roundtrip -l LANG FILE --json OUT [--truecase-train RAW] [--no-normalize] [-a]
                   [--bpe-codes CODES]
+nmtvariants apply-chain --corpus-dir data/CORPUS/SRC-TGT -l LANG [IN] [-o OUT] [--pretokenized]
+                  [--config config.yaml] [--corpus NAME]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from nmtvariants.errors import InputError, MissingResourceError
 from nmtvariants.fileio import atomic_write, decode_lines, read_lines, write_lines
 from nmtvariants.text import clean as clean_module
+from nmtvariants.text.chain import TrainedChain, load_settings
 from nmtvariants.text.moses import Detokenizer, Normalizer, Tokenizer
 from nmtvariants.text.postprocess import InverseChain, load_callable
 from nmtvariants.text.roundtrip import roundtrip_report
@@ -150,6 +153,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bpe-codes", type=Path, help="subword-nmt codes to include BPE in the trip")
     parser.set_defaults(func=_run_roundtrip)
 
+    parser = subparsers.add_parser(
+        "apply-chain", help="run foreign text through a pair's trained chain (with a token-count check)"
+    )
+    parser.add_argument(
+        "--corpus-dir", required=True, type=Path, help="a workflow run's data/<corpus>/<src>-<tgt> folder"
+    )
+    parser.add_argument("-l", "--lang", required=True)
+    parser.add_argument("--config", type=Path, default=Path("config.yaml"), help="the workflow's config")
+    parser.add_argument("--corpus", help="corpus key in the config (default: the folder above --corpus-dir)")
+    parser.add_argument(
+        "--pretokenized", action="store_true", help="the input is tokenised: keep its tokens, never re-split"
+    )
+    _io_arguments(parser, parallel=False)
+    parser.set_defaults(func=_run_apply_chain)
+
 
 def _add_truecase(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("truecase", help="Moses truecaser: train, apply, undo")
@@ -239,3 +257,11 @@ def _run_roundtrip(args: argparse.Namespace) -> None:
         100 * report["inverse"]["identical_fraction"],
         f"{100 * report['end_to_end']['identical_fraction']:.2f}%" if args.normalize else "n/a",
     )
+
+
+def _run_apply_chain(args: argparse.Namespace) -> None:
+    corpus = args.corpus or args.corpus_dir.resolve().parent.name
+    chain = TrainedChain.from_corpus_dir(args.corpus_dir, args.lang, load_settings(args.config, corpus))
+    source = "<stdin>" if args.input == STDIO else args.input
+    count = _write(args.output, chain.apply(_read(args.input), source, args.pretokenized))
+    log.info("apply-chain %s: %d lines through the %s chain of %s", source, count, args.lang, args.corpus_dir)

@@ -33,8 +33,9 @@ def _naive_words(line: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def newstest(shared_data: Path) -> list[str]:
-    with gzip.open(shared_data / "wmt/en-de/newstest2014.en.gz", "rt", encoding="utf-8") as handle:
+def newstest(real_data) -> list[str]:
+    name = "wmt/en-de/newstest2014.en.gz"
+    with gzip.open(real_data(name) / name, "rt", encoding="utf-8") as handle:
         return [line.rstrip("\n") for line, _ in zip(handle, range(600), strict=False)]
 
 

@@ -3,7 +3,7 @@
 ``libovicky2018-truecaser``   a truecase model for a further source language, on the cleaned lines
 ``libovicky2018-source``      a further source segmented with the pair's chain (studies/libovicky2018.py)
 ``libovicky2018-attention``   each memory's share of every decoder layer's cross-attention -> CSV
-``libovicky2018-join``        long CSVs joined under a ``series`` column (the figure's input)
+``libovicky2018-join``        long CSVs joined under ``series`` and ``label`` columns (the figure's input)
 ``libovicky2018-table``       Table 1 or 2 from score and adversarial-summary JSONs
 ``libovicky2018-images``      user-supplied images in place, or where to get them
 """

@@ -208,7 +208,9 @@ rule libovicky2018_derange_text:
 
 rule libovicky2018_derange_image:
     input:
-        "data/{corpus}/{pair}/inputs/{testset}.resnet.npy",
+        # the corpus's features file: its image ids beside it keep identical images apart
+        npy="data/{corpus}/features/{testset}.resnet.npy",
+        ids="data/{corpus}/features/{testset}.resnet.ids.txt",
     output:
         index="data/{corpus}/{pair}/adversarial/{testset}.image.seed{seed}.index",
         ids="data/{corpus}/{pair}/adversarial/{testset}.image.seed{seed}.ids.txt",
@@ -224,7 +226,7 @@ rule libovicky2018_derange_image:
         mem_mb=1000,
         runtime=10,
     shell:
-        "nmtvariants derange --kind features --input {input:q} --output {output.index:q}"
+        "nmtvariants derange --kind features --input {input.npy:q} --output {output.index:q}"
         " --ids-output {output.ids:q} --seed {wildcards.seed:q} > {log:q} 2>&1"
 
 

@@ -41,9 +41,9 @@ def test_fold_keeps_known_characters_and_folds_the_rest_into_the_alphabet():
 
 
 def test_further_source_units_are_all_in_the_network_vocabulary(tmp_path):
-    """Hand-applied BPE: merges t+h, th+e</w>, a+b, a+b</w> give `the`, `ab@@` and `ab`; `ab` is only known as a final
-    unit, so the non-final `ab@@` is split back to `a@@ b@@` (b@@, a single character, stays); x is a
-    single character; `é` is folded to `e`, which the vocabulary has."""
+    """Hand-applied BPE: merges t+h, th+e</w>, a+b, a+b</w> give `the`, `ab@@` and `ab`; `ab` is only
+    known as a final unit, so the non-final `ab@@` is split back to `a@@ b@@` (b@@, a single
+    character, stays); x is a single character; `é` is folded to `e`, which the vocabulary has."""
     codes = tmp_path / "codes"
     codes.write_text("#version: 0.2\nt h\nth e</w>\na b\na b</w>\n", encoding="utf-8")
     vocab = tmp_path / "vocab.txt"

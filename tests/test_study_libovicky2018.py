@@ -269,3 +269,31 @@ def test_the_default_dag_builds_every_registered_table_and_figure():
     for path in (TABLE1, TABLE2, FIGURE, "results/tables/libovicky2018/libovicky2018_mmt.md"):
         assert path in wanted, path
     assert TABLE1 in everything["report"]["input"].split(", ")
+
+
+def test_missing_user_images_stop_with_where_to_get_them_and_where_to_put_them(tmp_path, capsys):
+    images = tmp_path / "multi30k_images"
+    images.mkdir()
+    (images / "1000092795.jpg").write_bytes(b"")
+    split_list = tmp_path / "valid.images"
+    split_list.write_text("1000092795.jpg\n1000268201.jpg\n", encoding="utf-8")
+    assert main(["libovicky2018-images", "--images", str(images), "--list", str(split_list)]) == 2
+    message = capsys.readouterr().err
+    assert f"1 of 2 images missing from {images} (first: 1000268201.jpg)" in message
+    assert "https://forms.illinois.edu/sec/229675" in message and f"Put the images in {images}" in message
+
+
+def test_the_full_study_builds_europarl_5_way_by_pivoting_instead_of_downloading_it():
+    jobs = plan(TABLE2, "--configfile", "experiments/libovicky2018.yaml")  # --configfile takes 1+ files
+    rules = Counter(job["rule"] for job in jobs)
+    assert rules["libovicky2018_europarl_europarl5"] == 1 and rules["download_europarl5"] == 0
+    assert rules["libovicky2018_europarl_bitext"] == 4  # es, fr, de, cs against English
+    (pivot,) = [job for job in jobs if job["rule"] == "libovicky2018_europarl_europarl5"]
+    assert "--valid 1000 --test 1000" in pivot["shell"]
+    made = {job["output"] for job in jobs if job["rule"] == "libovicky2018_source"}
+    assert (
+        "data/europarl5/en-cs/inputs/test.src_es" in made
+        and "data/multi30k/en-cs/inputs/test_2016_flickr.src_de" in made
+    )
+    # 4 strategies x 2 corpora, 3 seeds each: Europarl randomises 4 languages, Multi30k 3
+    assert rules["libovicky2018_translate"] == 4 * 3 * 4 + 4 * 3 * 3

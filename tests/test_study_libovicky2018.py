@@ -297,3 +297,17 @@ def test_the_full_study_builds_europarl_5_way_by_pivoting_instead_of_downloading
     )
     # 4 strategies x 2 corpora, 3 seeds each: Europarl randomises 4 languages, Multi30k 3
     assert rules["libovicky2018_translate"] == 4 * 3 * 4 + 4 * 3 * 3
+
+
+def test_join_labels_one_line_per_series_and_memory(tmp_path):
+    mmt, multi = tmp_path / "mmt.csv", tmp_path / "multi.csv"
+    pd.DataFrame({"layer": [1, 1], "memory": ["en", "image"], "share": [0.25, 0.75]}).to_csv(mmt, index=False)
+    pd.DataFrame({"layer": [1, 1], "memory": ["en", "fr"], "share": [0.5, 0.5]}).to_csv(multi, index=False)
+    out = tmp_path / "joined.csv"
+    assert (
+        main(["libovicky2018-join", "--input", f"MMT={mmt}", "--input", f"MS={multi}", "--csv", str(out)])
+        == 0
+    )
+    joined = pd.read_csv(out)
+    assert joined["label"].tolist() == ["MMT: en", "MMT: image", "MS: en", "MS: fr"]
+    assert joined["share"].tolist() == [0.25, 0.75, 0.5, 0.5]

@@ -133,10 +133,13 @@ def run_join(args: argparse.Namespace) -> int:
     from nmtvariants.data.extra_inputs import parse_named
     from nmtvariants.studies.libovicky2018 import write_csv
 
-    frames = [
-        pd.read_csv(path).assign(series=series) for series, path in parse_named(args.input, "--input").items()
-    ]
-    write_csv(pd.concat(frames, ignore_index=True), args.csv)
+    named = parse_named(args.input, "--input")
+    joined = pd.concat(
+        [pd.read_csv(path).assign(series=name) for name, path in named.items()], ignore_index=True
+    )
+    if "memory" in joined.columns:  # the figure draws one line per series and memory
+        joined["label"] = joined["series"] + ": " + joined["memory"].astype(str)
+    write_csv(joined, args.csv)
     return 0
 
 

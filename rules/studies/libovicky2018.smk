@@ -32,7 +32,7 @@ if LIBOVICKY2018.attention_systems():
         x="layer",
         y="share",
         group="label",
-        title="Attention over sources per decoder layer (teacher forcing, test set)",
+        title="Attention over sources per decoder layer",
         ylabel="share of the cross-attention",
     )
 

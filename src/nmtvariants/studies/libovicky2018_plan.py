@@ -341,11 +341,15 @@ class StudyPlan:
         return inputs
 
     def attention_series(self) -> dict[str, str]:
+        """Figure line name -> attention CSV: "<task> <pair> <strategy>", with the experiment and
+        variant added only where two systems would otherwise share a name."""
+        systems = self.attention_systems()
+        short = [f"{KIND_LABELS[self.kind(e)]} {p} {self.strategy(e, v)}" for e, p, v, _ in systems]
         return {
-            f"{KIND_LABELS[self.kind(e)]} {p} {self.strategy(e, v)} ({e}/{v})": (
-                f"{self.folder(e, p, v)}/{t}.attention.csv"
-            )
-            for e, p, v, t in self.attention_systems()
+            name
+            if short.count(name) == 1
+            else f"{name} ({e}/{v})": f"{self.folder(e, p, v)}/{t}.attention.csv"
+            for name, (e, p, v, t) in zip(short, systems, strict=True)
         }
 
     def attention_join_args(self) -> list[str]:

@@ -238,7 +238,14 @@ def adversarial_table(systems: Sequence[System], where: Sequence[str] = ()) -> p
             record[f"± ({input_name})"] = None if row is None else row["bleu_adv_std"]
             record[f"seeds ({input_name})"] = None if row is None else row["runs"]
         records.append(record)
-    return pd.DataFrame.from_records(records)
+    frame = pd.DataFrame.from_records(records)
+    for column in frame.columns[5:]:  # empty cells, not "nan", where a system has no such input
+        values = [
+            None if pd.isna(v) else (int(v) if column.startswith("seeds") else float(v))
+            for v in frame[column]
+        ]
+        frame[column] = pd.Series(values, dtype=object)
+    return frame
 
 
 def write_csv(frame: pd.DataFrame, path: PathLike) -> None:

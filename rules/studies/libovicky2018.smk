@@ -52,6 +52,7 @@ rule libovicky2018_image_features:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=LIBOVICKY2018.image_gpus,
     params:
         list=LIBOVICKY2018.image_list,
         images=lambda wc: LIBOVICKY2018.image_setting(wc, "images"),
@@ -61,10 +62,13 @@ rule libovicky2018_image_features:
         batch=lambda wc: LIBOVICKY2018.image_setting(wc, "batch_size"),
         seed=config["seed"],
     shell:
-        "(nmtvariants libovicky2018-images --images {params.images:q} --list {params.list:q}"
-        " && nmtvariants image-features --images {params.images:q} --list {params.list:q}"
-        " --output {output.npy:q} --depth {params.depth:q} --weights {params.weights:q}"
-        " --size {params.size:q} --batch-size {params.batch:q} --seed {params.seed:q}) > {log:q} 2>&1"
+        "(nmtvariants libovicky2018-images --images {params.images:q} --list {params.list:q} && "
+        + launch(
+            "image-features --images {params.images:q} --list {params.list:q}"
+            " --output {output.npy:q} --depth {params.depth:q} --weights {params.weights:q}"
+            " --size {params.size:q} --batch-size {params.batch:q} --seed {params.seed:q}"
+        )
+        + ") > {log:q} 2>&1"
 
 
 rule libovicky2018_pair_features:

@@ -185,6 +185,11 @@ class StudyPlan:
             )
         return self.images[key]
 
+    def image_gpus(self, wildcards: Any) -> int:
+        """A GPU for the ResNet over the user's images (29k photographs); toyworld's small PNGs and small
+        ResNet run on the CPU (the offline demo)."""
+        return 0 if self.is_toyworld(wildcards.corpus) else 1
+
     def image_inputs(self, wildcards: Any) -> dict[str, str]:
         """toyworld: its rendered scenes and split list; Multi30k: its text (the split list
         ``<split>.images`` comes with it), the images being the user's."""

@@ -1,0 +1,415 @@
+# Libovický, Helcl & Mareček (2018): multi-source decoders on multimodal (text + image) and
+# multi-source (several languages) translation. Experiments with `study: libovicky2018` name the extra
+# inputs of their variants (`inputs.<variant>: {features: resnet}` or `{sources: [src_<lang>, ...]}`);
+# the rules here write those inputs, decode the test set again with one input deranged (adversarial
+# evaluation, over libovicky2018_plan.SEEDS), score everything the Multi30k way (lower-cased, tokenised
+# BLEU and METEOR) and build:
+#   results/tables/libovicky2018/table1_mmt.md          (experiments whose variants read images)
+#   results/tables/libovicky2018/table2_multisource.md  (experiments whose variants read more sources)
+#   results/figures/libovicky2018/attention_layers.png  (flat and hierarchical variants)
+#
+# Inputs, written under data/<corpus>/<pair>/inputs/:
+# * <split>.resnet.npy: the split's images through the ResNet of `image_features` (toyworld: its
+#   rendered PNGs; downloaded corpora: the user's images under image_features.images), extracted once
+#   per corpus (data/<corpus>/features/) and hard-linked per pair;
+# * <split>.src_<lang>: a further source language through the pair's chain (studies/libovicky2018.py:
+#   own Moses tokenisation, the cleaned training lines, own truecaser, the pair's BPE codes filtered by
+#   the pair's network vocabulary).
+# A corpus whose sources are all Europarl v7 X-en bitexts (europarl_v7_<x>en) is the 5-way corpus the
+# paper builds by pivoting on English: rule libovicky2018_europarl_<corpus> writes its raw files.
+
+from nmtvariants.studies import libovicky2018_plan as lib
+
+LIBOVICKY2018 = lib.StudyPlan(config, RUNS, RUN_OF)
+
+for _table in LIBOVICKY2018.tables():
+    register_table("libovicky2018", _table)
+if LIBOVICKY2018.attention_systems():
+    register_figure(
+        "libovicky2018",
+        lib.FIGURE,
+        "layers",
+        x="layer",
+        y="share",
+        group="label",
+        title="Attention over sources per decoder layer",
+        ylabel="share of the cross-attention",
+    )
+
+
+rule libovicky2018_image_features:
+    input:
+        unpack(LIBOVICKY2018.image_inputs),
+    output:
+        npy="data/{corpus}/features/{split}.resnet.npy",
+        ids="data/{corpus}/features/{split}.resnet.ids.txt",
+        meta="data/{corpus}/features/{split}.resnet.json",
+    log:
+        "logs/libovicky2018/features/{corpus}/{split}.log",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=LIBOVICKY2018.image_gpus,
+    params:
+        list=LIBOVICKY2018.image_list,
+        images=lambda wc: LIBOVICKY2018.image_setting(wc, "images"),
+        depth=lambda wc: LIBOVICKY2018.image_setting(wc, "depth"),
+        weights=lambda wc: LIBOVICKY2018.image_setting(wc, "weights"),
+        size=lambda wc: LIBOVICKY2018.image_setting(wc, "size"),
+        batch=lambda wc: LIBOVICKY2018.image_setting(wc, "batch_size"),
+        seed=config["seed"],
+    shell:
+        "(nmtvariants libovicky2018-images --images {params.images:q} --list {params.list:q} && "
+        + launch(
+            "image-features --images {params.images:q} --list {params.list:q}"
+            " --output {output.npy:q} --depth {params.depth:q} --weights {params.weights:q}"
+            " --size {params.size:q} --batch-size {params.batch:q} --seed {params.seed:q}"
+        )
+        + ") > {log:q} 2>&1"
+
+
+rule libovicky2018_pair_features:
+    input:
+        "data/{corpus}/features/{split}.resnet.npy",
+    output:
+        "data/{corpus}/{pair}/inputs/{split}.resnet.npy",
+    log:
+        "logs/libovicky2018/features/{corpus}/{pair}/{split}.log",
+    conda:
+        "../../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=10,
+    shell:
+        # one extraction per corpus, shared by its pairs (a hard link: no copy of the grid)
+        "ln -f {input:q} {output:q} 2> {log:q}"
+
+
+# --- inputs: further source languages ---------------------------------------------------------------
+
+
+rule libovicky2018_source_truecaser:
+    input:
+        tok="data/{corpus}/tok/train.{lang}",
+        kept="data/{corpus}/{pair}/clean/train.kept",
+    output:
+        "data/{corpus}/{pair}/truecase/model.src_{lang}",
+    log:
+        "logs/libovicky2018/truecase/{corpus}/{pair}.{lang}.log",
+    conda:
+        "../../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    shell:
+        "nmtvariants libovicky2018-truecaser --tok {input.tok:q} --kept {input.kept:q} --model {output:q}"
+        " > {log:q} 2>&1"
+
+
+rule libovicky2018_source:
+    input:
+        unpack(LIBOVICKY2018.source_inputs),
+    output:
+        "data/{corpus}/{pair}/inputs/{split}.src_{lang}",
+    log:
+        "logs/libovicky2018/source/{corpus}/{pair}/{split}.{lang}.log",
+    conda:
+        "../../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        options=LIBOVICKY2018.source_args,
+    shell:
+        "nmtvariants libovicky2018-source --tok {input.tok:q} {params.options:q}"
+        " --codes {input.codes:q} --vocab {input.vocab:q} -o {output:q} > {log:q} 2>&1"
+
+
+# --- the Europarl 5-way corpus (ES, FR, DE, CS with English as the pivot) ---------------------------
+
+
+rule libovicky2018_europarl_bitext:
+    output:
+        foreign="data/libovicky2018/europarl/{lang}-en/train.{lang}",
+        english="data/libovicky2018/europarl/{lang}-en/train.en",
+    log:
+        "logs/libovicky2018/europarl/{lang}-en.log",
+    wildcard_constraints:
+        lang="(?!en$)[a-z]+",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=240,
+    params:
+        source="europarl_v7_{lang}en",
+        dest="data/libovicky2018/europarl/{lang}-en",
+        mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
+    shell:
+        "nmtvariants download {params.source:q} --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
+
+
+for _name, _langs in LIBOVICKY2018.europarl.items():
+
+    rule:
+        name:
+            f"libovicky2018_europarl_{_name}"
+        input:
+            [path for lang in _langs for path in LIBOVICKY2018.bitext(lang)],
+        output:
+            LIBOVICKY2018.europarl_outputs(_name),
+        log:
+            f"logs/libovicky2018/europarl/{_name}.log",
+        conda:
+            "../../envs/nmtvariants.yaml"
+        threads: 1
+        resources:
+            mem_mb=16000,
+            runtime=240,
+        params:
+            bitexts=LIBOVICKY2018.europarl_args(_name),
+            out=f"data/{_name}/raw",
+            heldout=lib.EUROPARL_HELDOUT,
+            seed=config["seed"],
+        shell:
+            "nmtvariants europarl-intersect {params.bitexts:q} --out-dir {params.out:q}"
+            " --valid {params.heldout:q} --test {params.heldout:q} --seed {params.seed:q} > {log:q} 2>&1"
+
+    # the corpus's download rule (rules/download.smk) would fetch the four bitexts as one corpus
+    workflow.ruleorder(f"libovicky2018_europarl_{_name}", f"download_{_name}")
+
+
+# --- adversarial evaluation -------------------------------------------------------------------------
+
+
+rule libovicky2018_derange_text:
+    input:
+        LIBOVICKY2018.derange_input,
+    output:
+        "data/{corpus}/{pair}/adversarial/{testset}.{randomised}.seed{seed}",
+    log:
+        "logs/libovicky2018/derange/{corpus}/{pair}/{testset}.{randomised}.seed{seed}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+        randomised="(?!image$)[a-z]+",
+        seed="[0-9]+",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "nmtvariants derange --input {input:q} --output {output:q} --seed {wildcards.seed:q} > {log:q} 2>&1"
+
+
+rule libovicky2018_derange_image:
+    input:
+        # the corpus's features file: its image ids beside it keep identical images apart
+        npy="data/{corpus}/features/{testset}.resnet.npy",
+        ids="data/{corpus}/features/{testset}.resnet.ids.txt",
+    output:
+        index="data/{corpus}/{pair}/adversarial/{testset}.image.seed{seed}.index",
+        ids="data/{corpus}/{pair}/adversarial/{testset}.image.seed{seed}.ids.txt",
+    log:
+        "logs/libovicky2018/derange/{corpus}/{pair}/{testset}.image.seed{seed}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+        seed="[0-9]+",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "nmtvariants derange --kind features --input {input.npy:q} --output {output.index:q}"
+        " --ids-output {output.ids:q} --seed {wildcards.seed:q} > {log:q} 2>&1"
+
+
+rule libovicky2018_translate:
+    input:
+        unpack(LIBOVICKY2018.decode_inputs),
+    output:
+        "results/libovicky2018/{experiment}/{pair}/{variant}/{testset}.{randomised}.seed{seed}.bpe.hyp",
+    log:
+        "logs/libovicky2018/translate/{experiment}/{pair}/{variant}/{testset}.{randomised}.seed{seed}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+        randomised="[a-z]+",
+        seed="[0-9]+",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        extras=LIBOVICKY2018.input_args,
+        beam=lambda wc: LIBOVICKY2018.decode(wc, "beam"),
+        alpha=lambda wc: LIBOVICKY2018.decode(wc, "alpha"),
+        max_len_a=lambda wc: LIBOVICKY2018.decode(wc, "max_len_a"),
+        max_len_b=lambda wc: LIBOVICKY2018.decode(wc, "max_len_b"),
+        dtype=lambda wc: LIBOVICKY2018.decode(wc, "dtype"),
+    shell:
+        "nmtvariants translate --checkpoint {input.model:q} --vocab {input.vocab:q} --input {input.source:q}"
+        " {params.extras:q} --output {output:q} --beam {params.beam:q} --alpha {params.alpha:q}"
+        " --max-len-a {params.max_len_a:q} --max-len-b {params.max_len_b:q} --dtype {params.dtype:q}"
+        " --threads {threads} > {log:q} 2>&1"
+
+
+rule libovicky2018_postprocess:
+    input:
+        "results/libovicky2018/{experiment}/{pair}/{variant}/{testset}.{randomised}.seed{seed}.bpe.hyp",
+    output:
+        "results/libovicky2018/{experiment}/{pair}/{variant}/{testset}.{randomised}.seed{seed}.hyp",
+    log:
+        "logs/libovicky2018/postprocess/{experiment}/{pair}/{variant}/{testset}.{randomised}.seed{seed}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+        randomised="[a-z]+",
+        seed="[0-9]+",
+    conda:
+        "../../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        lang=lambda wc: wc.pair.split("-")[1],
+        truecased=LIBOVICKY2018.truecased,
+    shell:
+        "nmtvariants postprocess -l {params.lang:q} {params.truecased:q} -o {output:q} {input:q} > {log:q} 2>&1"
+
+
+rule libovicky2018_score:
+    input:
+        hyp=LIBOVICKY2018.hypothesis,
+        ref=LIBOVICKY2018.reference,
+    output:
+        "results/libovicky2018/{experiment}/{pair}/{variant}/{testset}.{name}.json",
+    log:
+        "logs/libovicky2018/score/{experiment}/{pair}/{variant}/{testset}.{name}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+        name=r"clean|[a-z]+\.seed[0-9]+",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        lang=lambda wc: wc.pair.split("-")[1],
+        system="{experiment}/{pair}/{variant}/{name}",
+    shell:
+        "nmtvariants evaluate --hyp {input.hyp:q} --ref {input.ref:q} -l {params.lang:q}"
+        " --metrics bleu,meteor --preprocess multi30k --system {params.system:q}"
+        " --testset {wildcards.testset:q} --json {output:q} > {log:q} 2>&1"
+
+
+rule libovicky2018_adversarial:
+    input:
+        unpack(LIBOVICKY2018.adversarial_runs),
+        clean="results/libovicky2018/{experiment}/{pair}/{variant}/{testset}.clean.json",
+    output:
+        "results/libovicky2018/{experiment}/{pair}/{variant}/{testset}.adversarial.json",
+    log:
+        "logs/libovicky2018/adversarial/{experiment}/{pair}/{variant}/{testset}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        runs=LIBOVICKY2018.adversarial_args,
+    shell:
+        "nmtvariants adversarial-summary --clean {input.clean:q} {params.runs:q} --metrics bleu,meteor"
+        " --json {output:q} > {log:q} 2>&1"
+
+
+# --- the attention figure ------------------------------------------------------------------------------
+
+
+rule libovicky2018_attention:
+    input:
+        unpack(LIBOVICKY2018.attention_inputs),
+    output:
+        "results/libovicky2018/{experiment}/{pair}/{variant}/{testset}.attention.csv",
+    log:
+        "logs/libovicky2018/attention/{experiment}/{pair}/{variant}/{testset}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+    conda:
+        "../../envs/train.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        extras=LIBOVICKY2018.input_args,
+        memories=lambda wc: ",".join(LIBOVICKY2018.memories(wc.experiment, wc.pair, wc.variant)),
+        sentences=lib.ATTENTION_SENTENCES,
+    shell:
+        "nmtvariants libovicky2018-attention --checkpoint {input.model:q} --vocab {input.vocab:q}"
+        " --source {input.source:q} --target {input.target:q} {params.extras:q}"
+        " --memories {params.memories:q} --max-sentences {params.sentences:q} --threads {threads}"
+        " --csv {output:q} > {log:q} 2>&1"
+
+
+rule libovicky2018_attention_figure_data:
+    input:
+        lambda wc: list(LIBOVICKY2018.attention_series().values()),
+    output:
+        "results/figures/libovicky2018/attention_layers.csv",
+    log:
+        "logs/libovicky2018/attention_layers.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        inputs=lambda wc: LIBOVICKY2018.attention_join_args(),
+    shell:
+        "nmtvariants libovicky2018-join {params.inputs:q} --csv {output:q} > {log:q} 2>&1"
+
+
+# --- Tables 1 and 2 --------------------------------------------------------------------------------
+
+
+rule libovicky2018_table:
+    input:
+        unpack(LIBOVICKY2018.table_inputs),
+    output:
+        md="results/tables/libovicky2018/{table}.md",
+        csv="results/tables/libovicky2018/{table}.csv",
+        provenance="results/tables/libovicky2018/{table}.provenance.json",
+    log:
+        "logs/libovicky2018/{table}.log",
+    wildcard_constraints:
+        table="|".join(lib.TABLES),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        args=LIBOVICKY2018.table_args,
+        title=lambda wc: lib.TITLES[wc.table],
+        notes=LIBOVICKY2018.table_notes,
+    shell:
+        "nmtvariants libovicky2018-table {params.args:q} --title {params.title:q} --notes {params.notes:q}"
+        " --output {output.md:q} > {log:q} 2>&1"

@@ -1,0 +1,253 @@
+"""Libovický, Helcl & Mareček (2018): the study's further sources, its attention figure and its tables.
+
+**Further sources.** A multi-source run reads its first source through the pair's own chain
+(tokenise, clean, truecase, joint BPE) and each further source language through the same chain with
+the pair's models, because the model has one vocabulary (the pair's ``bpe/vocab.txt``): the further
+language is tokenised with its own Moses rules, follows the cleaned training lines (``clean/train.kept``),
+is truecased with a model trained on those lines, then segmented with the *pair's* joint BPE codes
+under a vocabulary filter that is the network vocabulary itself, so every unit it emits is one the
+model knows, down to single characters. Characters the vocabulary lacks (French accents in an
+EN-DE vocabulary) are folded first (:func:`fold_characters`): a fixed table for ligatures and quotes,
+else the character without its combining marks (NFKD), kept as is when even that is unknown. The
+paper instead learns one shared word-piece vocabulary over all sources; with the pair's vocabulary the
+further sources are segmented more finely than the first (a documented deviation).
+
+**Attention over sources** (the paper's Figure 2): under teacher forcing, the share of each memory in
+each decoder layer's cross-attention, averaged over heads and the real target positions: for
+``hierarchical``, the second-level weights (``decoder.layers.{l}.cross.hier.weights``); for ``flat``,
+the probability mass of the one attention over each memory's slice of the concatenated keys
+(``decoder.layers.{l}.cross.weights``). ``serial`` and ``parallel`` normalise each memory's attention
+on its own, so they have no share to show.
+
+**Tables 1 and 2**: per system the clean BLEU and METEOR (``evaluate --preprocess multi30k``) and, per
+randomised input, the mean and standard deviation of BLEU over the derangement seeds
+(``adversarial-summary``).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from nmtvariants.data.batching import collate
+from nmtvariants.data.dataset import ParallelData
+from nmtvariants.data.vocab import SPECIALS, Vocabulary
+from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.fileio import PathLike, atomic_write
+from nmtvariants.models.hooks import capture
+from nmtvariants.text.bpe import SEPARATOR, BPESegmenter
+
+# Characters that NFKD does not decompose into a base letter (ligatures, quotes, sharp s).
+FOLD_TABLE = {
+    "œ": "oe",
+    "Œ": "Oe",
+    "æ": "ae",
+    "Æ": "Ae",
+    "ø": "o",
+    "Ø": "O",
+    "ß": "ss",
+    "«": '"',
+    "»": '"',
+    "„": '"',
+    "“": '"',
+    "”": '"',
+    "‘": "'",
+    "’": "'",
+}
+
+
+def vocabulary_alphabet(vocab: Vocabulary) -> set[str]:
+    """The characters of a network vocabulary's units (specials and BPE separators excluded)."""
+    chars: set[str] = set()
+    for token in vocab.itos[len(SPECIALS) :]:
+        chars.update(token.removesuffix(SEPARATOR))
+    return chars
+
+
+def fold_characters(line: str, alphabet: set[str]) -> str:
+    """``line`` with each character outside ``alphabet`` replaced by its fold (table, then NFKD
+    without combining marks) when the fold is inside ``alphabet``; other characters stay."""
+    out = []
+    for char in line:
+        if char in alphabet or char.isspace():
+            out.append(char)
+            continue
+        fold = FOLD_TABLE.get(char)
+        if fold is None:
+            fold = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+        out.append(fold if fold and all(c in alphabet for c in fold) else char)
+    return "".join(out)
+
+
+def segment_further_source(
+    lines: Iterable[str], codes: PathLike, vocab_path: PathLike, truecase_model: PathLike | None
+) -> list[str]:
+    """Truecase (if a model is given), fold and BPE-segment tokenised ``lines`` of a further source with
+    the pair's ``codes``, filtered by the network vocabulary ``vocab_path`` (see the module docstring)."""
+    from nmtvariants.text.truecase import Truecaser
+
+    vocab = Vocabulary.load(vocab_path)
+    alphabet = vocabulary_alphabet(vocab)
+    truecase = Truecaser(truecase_model) if truecase_model is not None else None
+    with tempfile.TemporaryDirectory(prefix="nmtv-further-source.") as tmp:
+        # the filter: every unit of the network vocabulary, each counted once (threshold 1)
+        units = Path(tmp) / "units"
+        units.write_text("".join(f"{unit} 1\n" for unit in vocab.itos[len(SPECIALS) :]), encoding="utf-8")
+        segment = BPESegmenter(codes, units, threshold=1)
+        return [segment(fold_characters(truecase(line) if truecase else line, alphabet)) for line in lines]
+
+
+def check_user_images(images: PathLike, image_list: PathLike, gate: str) -> int:
+    """Number of images a split list names, all present in ``images``; otherwise a
+    :class:`MissingResourceError` saying where to get them (``gate``) and where to put them."""
+    from nmtvariants.errors import MissingResourceError
+    from nmtvariants.fileio import read_lines
+    from nmtvariants.vision.features import image_file
+
+    folder = Path(images)
+    names = [line.strip() for line in read_lines(image_list) if line.strip()]
+    missing = [name for name in names if not (folder / image_file(name)).is_file()]
+    if missing:
+        raise MissingResourceError(
+            f"{image_list}: {len(missing)} of {len(names)} images missing from {folder} (first: "
+            f"{image_file(missing[0])}): {gate}. Put the images in {folder} (the config's "
+            "image_features.images) and run the workflow again"
+        )
+    return len(names)
+
+
+# --- attention over sources ------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def source_attention(
+    model: torch.nn.Module, data: ParallelData, memory_names: Sequence[str], batch_size: int = 32
+) -> pd.DataFrame:
+    """Rows (layer, memory, share): each memory's mean share of every decoder layer's cross-attention
+    over ``data`` under teacher forcing (eval mode; layers numbered from 1). ``memory_names`` label the
+    model's memories in order (text sources, then the feature grid)."""
+    strategy = model.multi_source.strategy
+    if strategy not in ("flat", "hierarchical"):
+        raise ConfigError(
+            f"attention over sources: strategy {strategy!r} normalises each memory's attention on its own; "
+            "only flat and hierarchical models have a share per memory"
+        )
+    if len(memory_names) != model.n_memories:
+        raise ConfigError(
+            f"attention over sources: {len(memory_names)} memory names ({', '.join(memory_names)}) for a "
+            f"model with {model.n_memories} memories"
+        )
+    layers = len(model.decoder_layers)
+    totals = np.zeros((layers, len(memory_names)), dtype=np.float64)
+    positions = 0
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(data), batch_size):
+            rows = np.arange(start, min(start + batch_size, len(data)))
+            batch = collate(data, rows)
+            with capture(model, attention=True, include=("decoder.layers.*.cross*weights",)) as rec:
+                memories = model.encode_inputs(batch.inputs)
+                model.decode_states(batch.tgt_in, memories, aux=batch.inputs.aux)
+            widths = [memory.states.size(1) for memory in memories]
+            lengths = torch.as_tensor(data.tgt_lengths[rows])
+            real = torch.arange(batch.tgt_in.size(1))[None, :] < lengths[:, None]  # [B, T]
+            for layer in range(layers):
+                shares = _layer_shares(rec, layer, strategy, widths, len(rows), batch.tgt_in.size(1))
+                totals[layer] += shares[real].sum(dim=0).double().numpy()  # [B, T, N] -> [N]
+            positions += int(real.sum())
+    finally:
+        model.train(was_training)
+    records = [
+        {"layer": layer + 1, "memory": name, "share": totals[layer, k] / positions}
+        for layer in range(layers)
+        for k, name in enumerate(memory_names)
+    ]
+    return pd.DataFrame.from_records(records, columns=["layer", "memory", "share"])
+
+
+def _layer_shares(
+    recorder: Any, layer: int, strategy: str, widths: Sequence[int], rows: int, steps: int
+) -> torch.Tensor:
+    """[B, T, N]: each memory's share at each query position, averaged over heads."""
+    if strategy == "hierarchical":
+        (weights,) = recorder[f"decoder.layers.{layer}.cross.hier.weights"]  # [B*T, H, 1, N]
+        return weights.float().mean(dim=1)[:, 0, :].reshape(rows, steps, len(widths))
+    (weights,) = recorder[f"decoder.layers.{layer}.cross.weights"]  # [B, H, T, S_1 + ... + S_N]
+    mass = [part.sum(dim=-1) for part in weights.float().split(list(widths), dim=-1)]  # N x [B, H, T]
+    return torch.stack(mass, dim=-1).mean(dim=1)
+
+
+# --- tables ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class System:
+    """One row of Table 1 or 2: the clean scores of a system and, for a multi-input system, its
+    adversarial summary (``adversarial-summary --json``)."""
+
+    pair: str
+    testset: str
+    label: str
+    clean: Mapping[str, Any]
+    adversarial: Mapping[str, Any] | None = None
+
+
+def _score(record: Mapping[str, Any], metric: str, where: str) -> float:
+    entry = record.get("scores", {}).get(metric)
+    if not isinstance(entry, Mapping) or "score" not in entry:
+        raise InputError(f"{where}: no {metric!r} score; evaluate with --metrics bleu,meteor")
+    return float(entry["score"])
+
+
+def adversarial_table(systems: Sequence[System], where: Sequence[str] = ()) -> pd.DataFrame:
+    """Tables 1 and 2: pair, test set, system, BLEU, METEOR, then per randomised input (in order of first
+    appearance) the mean adversarial BLEU and its standard deviation over the seeds, and the seed
+    count. Systems without that input (the single-input baselines) have empty cells there."""
+    names = list(where) or [f"system {i + 1}" for i in range(len(systems))]
+    randomised: list[str] = []
+    for system in systems:
+        for row in (system.adversarial or {}).get("rows", []):
+            if row["randomised"] not in randomised:
+                randomised.append(row["randomised"])
+    records = []
+    for system, name in zip(systems, names, strict=True):
+        record: dict[str, Any] = {
+            "pair": system.pair,
+            "test set": system.testset,
+            "system": system.label,
+            "BLEU": _score(system.clean, "bleu", name),
+            "METEOR": _score(system.clean, "meteor", name),
+        }
+        rows = {row["randomised"]: row for row in (system.adversarial or {}).get("rows", [])}
+        for input_name in randomised:
+            row = rows.get(input_name)
+            if row is not None and "bleu_adv_mean" not in row:
+                raise InputError(
+                    f"{name}: adversarial summary without BLEU; summarise with --metrics bleu,meteor"
+                )
+            record[f"adv. BLEU ({input_name})"] = None if row is None else row["bleu_adv_mean"]
+            record[f"± ({input_name})"] = None if row is None else row["bleu_adv_std"]
+            record[f"seeds ({input_name})"] = None if row is None else row["runs"]
+        records.append(record)
+    frame = pd.DataFrame.from_records(records)
+    for column in frame.columns[5:]:  # empty cells, not "nan", where a system has no such input
+        values = [
+            None if pd.isna(v) else (int(v) if column.startswith("seeds") else float(v))
+            for v in frame[column]
+        ]
+        frame[column] = pd.Series(values, dtype=object)
+    return frame
+
+
+def write_csv(frame: pd.DataFrame, path: PathLike) -> None:
+    with atomic_write(path) as out:
+        frame.to_csv(out, index=False)

@@ -1,0 +1,190 @@
+"""Commands of the Libovický et al. (2018) study (rules/studies/libovicky2018.smk).
+
+``libovicky2018-truecaser``   a truecase model for a further source language, on the cleaned lines
+``libovicky2018-source``      a further source segmented with the pair's chain (studies/libovicky2018.py)
+``libovicky2018-attention``   each memory's share of every decoder layer's cross-attention -> CSV
+``libovicky2018-join``        long CSVs joined under ``series`` and ``label`` columns (the figure's input)
+``libovicky2018-table``       Table 1 or 2 from score and adversarial-summary JSONs
+``libovicky2018-images``      user-supplied images in place, or where to get them
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "libovicky2018-truecaser", help="truecase model of a further source language on the cleaned lines"
+    )
+    p.add_argument("--tok", type=Path, required=True, help="tokenised training text of the language")
+    p.add_argument("--kept", type=Path, default=None, help="clean/train.kept of the pair (1-based lines)")
+    p.add_argument("--model", type=Path, required=True, help="output truecase model")
+    p.set_defaults(func=run_truecaser)
+
+    p = subparsers.add_parser(
+        "libovicky2018-source", help="a further source language segmented with the pair's BPE and vocabulary"
+    )
+    p.add_argument("--tok", type=Path, required=True, help="tokenised text of the split")
+    p.add_argument("--kept", type=Path, default=None, help="the training split's clean/train.kept")
+    p.add_argument("--truecase-model", type=Path, default=None, help="truecase model (none: no truecasing)")
+    p.add_argument("--codes", type=Path, required=True, help="the pair's BPE codes")
+    p.add_argument("--vocab", type=Path, required=True, help="the pair's network vocabulary (bpe/vocab.txt)")
+    p.add_argument("-o", "--output", type=Path, required=True)
+    p.set_defaults(func=run_source)
+
+    p = subparsers.add_parser(
+        "libovicky2018-attention", help="each memory's share of the decoder layers' cross-attention -> CSV"
+    )
+    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--vocab", type=Path, required=True)
+    p.add_argument("--source", type=Path, required=True, help="BPE'd test source")
+    p.add_argument("--target", type=Path, required=True, help="BPE'd test target (teacher forcing)")
+    p.add_argument("--extra-source", type=Path, action="append", default=[], help="further BPE source")
+    p.add_argument("--features", type=Path, default=None, help="feature grid F.npy of the test set")
+    p.add_argument("--memories", required=True, help="comma list naming the memories in order (en,fr,image)")
+    p.add_argument("--max-sentences", type=int, default=200, help="first N test pairs (200)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--csv", type=Path, required=True)
+    p.set_defaults(func=run_attention)
+
+    p = subparsers.add_parser("libovicky2018-join", help="long CSVs joined under a series column")
+    p.add_argument("--input", action="append", required=True, help="SERIES=FILE.csv (repeat)")
+    p.add_argument("--csv", type=Path, required=True)
+    p.set_defaults(func=run_join)
+
+    p = subparsers.add_parser("libovicky2018-table", help="Table 1 or 2: clean and adversarial scores")
+    p.add_argument("--system", action="append", required=True, help="PAIR:TESTSET=LABEL (repeat, row order)")
+    p.add_argument("--clean", action="append", required=True, help="score JSON per system, in order")
+    p.add_argument(
+        "--adversarial",
+        action="append",
+        default=[],
+        help="N=SUMMARY.json: the adversarial summary of the N-th system (1-based)",
+    )
+    p.add_argument("--title", required=True)
+    p.add_argument("--notes", default="")
+    p.add_argument("--output", type=Path, required=True, help="table .md (CSV and provenance beside it)")
+    p.set_defaults(func=run_table)
+    add_images_parser(subparsers)
+
+
+def run_truecaser(args: argparse.Namespace) -> int:
+    from nmtvariants.fileio import read_lines
+    from nmtvariants.text.clean import read_kept, select_lines
+    from nmtvariants.text.truecase import train_truecaser
+
+    lines = select_lines(args.tok, read_kept(args.kept)) if args.kept else list(read_lines(args.tok))
+    train_truecaser(lines, args.model)
+    return 0
+
+
+def run_source(args: argparse.Namespace) -> int:
+    from nmtvariants.fileio import read_lines, write_lines
+    from nmtvariants.studies.libovicky2018 import segment_further_source
+    from nmtvariants.text.clean import read_kept, select_lines
+
+    lines = select_lines(args.tok, read_kept(args.kept)) if args.kept else list(read_lines(args.tok))
+    write_lines(args.output, segment_further_source(lines, args.codes, args.vocab, args.truecase_model))
+    log.info("libovicky2018-source: %d lines -> %s", len(lines), args.output)
+    return 0
+
+
+def run_attention(args: argparse.Namespace) -> int:
+    import torch
+
+    from nmtvariants.analysis.extract import cap_pairs
+    from nmtvariants.data.dataset import binarize
+    from nmtvariants.data.extra_inputs import ExtraInputFiles, model_feature_channels
+    from nmtvariants.data.vocab import Vocabulary
+    from nmtvariants.models import load_model
+    from nmtvariants.studies.libovicky2018 import source_attention, write_csv
+
+    torch.set_num_threads(args.threads)
+    model = load_model(args.checkpoint)
+    vocab = Vocabulary.load(args.vocab)
+    extras = ExtraInputFiles(
+        sources=args.extra_source, features=args.features, feature_channels=model_feature_channels(model)
+    )
+    data = binarize(args.source, args.target, vocab, extras=extras if extras else None)
+    kept = cap_pairs(data, max_sentences=args.max_sentences)
+    # cap_pairs keeps the first pairs' tokens only; the extra inputs follow the same rows
+    kept.sources = [_first_rows(source, len(kept)) for source in data.sources]
+    if data.feature_rows is not None:
+        kept.feature_rows, kept.features = data.feature_rows[: len(kept)], data.features
+    shares = source_attention(model, kept, args.memories.split(","))
+    write_csv(shares, args.csv)
+    return 0
+
+
+def _first_rows(source: tuple, count: int) -> tuple:
+    tokens, offsets = source
+    return tokens[: offsets[count]], offsets[: count + 1]
+
+
+def run_join(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from nmtvariants.data.extra_inputs import parse_named
+    from nmtvariants.studies.libovicky2018 import write_csv
+
+    named = parse_named(args.input, "--input")
+    joined = pd.concat(
+        [pd.read_csv(path).assign(series=name) for name, path in named.items()], ignore_index=True
+    )
+    if "memory" in joined.columns:  # the figure draws one line per series and memory
+        joined["label"] = joined["series"] + ": " + joined["memory"].astype(str)
+    write_csv(joined, args.csv)
+    return 0
+
+
+def run_table(args: argparse.Namespace) -> int:
+    from nmtvariants.errors import ConfigError
+    from nmtvariants.evaluation.results import read_scores_json
+    from nmtvariants.reporting.tables import write_table
+    from nmtvariants.studies.libovicky2018 import System, adversarial_table
+
+    if len(args.system) != len(args.clean):
+        raise ConfigError(f"libovicky2018-table: {len(args.system)} --system but {len(args.clean)} --clean")
+    summaries: dict[int, Path] = {}
+    for item in args.adversarial:
+        index, sep, path = item.partition("=")
+        if not sep or not index.isdigit() or not 1 <= int(index) <= len(args.system):
+            raise ConfigError(
+                f"--adversarial {item!r}: expected N=SUMMARY.json with 1 <= N <= {len(args.system)}"
+            )
+        summaries[int(index) - 1] = Path(path)
+    systems = []
+    for k, (system, clean) in enumerate(zip(args.system, args.clean, strict=True)):
+        where, sep, label = system.partition("=")
+        pair, colon, testset = where.partition(":")
+        if not sep or not colon:
+            raise ConfigError(f"--system {system!r}: expected PAIR:TESTSET=LABEL")
+        adversarial = json.loads(summaries[k].read_text(encoding="utf-8")) if k in summaries else None
+        systems.append(System(pair, testset, label, read_scores_json(clean), adversarial))
+    frame = adversarial_table(systems, where=args.clean)
+    write_table(frame, args.output, args.title, args.notes, sources=[*args.clean, *summaries.values()])
+    return 0
+
+
+def add_images_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "libovicky2018-images", help="check that a split list's user-supplied images are in place"
+    )
+    p.add_argument("--images", type=Path, required=True, help="folder of the user-supplied images")
+    p.add_argument("--list", type=Path, required=True, help="split list: one image file name per line")
+    p.set_defaults(func=run_images)
+
+
+def run_images(args: argparse.Namespace) -> int:
+    from nmtvariants.corpora.multi30k import IMAGES_GATE
+    from nmtvariants.studies.libovicky2018 import check_user_images
+
+    count = check_user_images(args.images, args.list, IMAGES_GATE)
+    log.info("libovicky2018-images: %d images of %s in %s", count, args.list, args.images)
+    return 0

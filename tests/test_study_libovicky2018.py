@@ -1,0 +1,313 @@
+"""The Libovický et al. (2018) study: its further-source segmentation, its attention-over-sources
+measure, Tables 1 and 2 on hand-made score files, and its workflow targets on the real planner."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from model_fixtures import single_thread
+from workflow_configs import dry_run_jobs, snakemake
+
+from nmtvariants.cli import main
+from nmtvariants.data.batching import collate
+from nmtvariants.data.dataset import ParallelData
+from nmtvariants.data.vocab import SPECIALS, Vocabulary
+from nmtvariants.errors import ConfigError
+from nmtvariants.evaluation.adversarial import summarize_adversarial
+from nmtvariants.evaluation.results import write_scores_json
+from nmtvariants.models import build_model, capture, model_config
+from nmtvariants.studies.libovicky2018 import (
+    System,
+    adversarial_table,
+    fold_characters,
+    segment_further_source,
+    source_attention,
+)
+
+# --- further sources ----------------------------------------------------------------------------------
+
+
+def test_fold_keeps_known_characters_and_folds_the_rest_into_the_alphabet():
+    alphabet = set("abcdeilmnopstuvLSé'\"")  # é is known: it stays; è, œ, « are not
+    assert fold_characters("Le œuf è « élu »", alphabet) == 'Le oeuf e " élu "'
+    # a character whose fold is not in the alphabet either stays as it is (the model's <unk>)
+    assert fold_characters("Ж ŋ ø ß", alphabet) == "Ж ŋ o ss"
+
+
+def test_further_source_units_are_all_in_the_network_vocabulary(tmp_path):
+    """Hand-applied BPE: merges t+h, th+e</w>, a+b, a+b</w> give `the`, `ab@@` and `ab`; `ab` is only
+    known as a final unit, so the non-final `ab@@` is split back to `a@@ b@@` (b@@, a single
+    character, stays); x is a single character; `é` is folded to `e`, which the vocabulary has."""
+    codes = tmp_path / "codes"
+    codes.write_text("#version: 0.2\nt h\nth e</w>\na b\na b</w>\n", encoding="utf-8")
+    vocab = tmp_path / "vocab.txt"
+    Vocabulary([*SPECIALS, "the", "a@@", "ab", "x", "e"]).save(vocab)
+    assert segment_further_source(["thé abx ab"], codes, vocab, None) == ["the a@@ b@@ x ab"]
+
+
+# --- attention over sources ----------------------------------------------------------------------
+
+VOCAB = 20
+CHANNELS, REGIONS = 6, 3
+SMALL = {"d_model": 32, "n_heads": 4, "d_ff": 64, "embedding_dropout": 0.0, "residual_dropout": 0.0}
+SMALL |= {"attention_dropout": 0.0, "relu_dropout": 0.0}
+
+
+def flat_tokens(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    return np.concatenate(rows).astype(np.int32), offsets
+
+
+def random_data(generator: np.random.Generator, count: int, features: bool) -> ParallelData:
+    """Pairs of different lengths (each ending in </s> = 2), a second source and a feature grid."""
+
+    def sentence(low: int, high: int) -> list[int]:
+        return [*generator.integers(4, VOCAB, int(generator.integers(low, high))).tolist(), 2]
+
+    data = ParallelData.from_sequences([(sentence(2, 7), sentence(2, 8)) for _ in range(count)])
+    data.sources = [flat_tokens([sentence(1, 9) for _ in range(count)])]
+    if features:
+        data.features = generator.standard_normal((count + 2, REGIONS, CHANNELS)).astype(np.float32)
+        data.feature_rows = generator.permutation(count + 2)[:count]
+    return data
+
+
+def naive_shares(model, data: ParallelData, strategy: str) -> np.ndarray:
+    """[layers, memories]: sentence by sentence (no padding anywhere), every target position of every
+    sentence weighted equally, each memory's share averaged over heads and summed over its own keys
+    (flat) or read from the second-level weights (hierarchical)."""
+    layers = len(model.decoder_layers)
+    total, count = np.zeros((layers, model.n_memories)), 0
+    for i in range(len(data)):
+        tokens, offsets = data.sources[0]
+        one = ParallelData.from_sequences([(data.source(i).tolist(), data.target(i).tolist())])
+        one.sources = [flat_tokens([tokens[offsets[i] : offsets[i + 1]].tolist()])]
+        if data.feature_rows is not None:
+            one.features, one.feature_rows = data.features, data.feature_rows[i : i + 1]
+        batch = collate(one, np.array([0]))
+        with capture(model, attention=True) as rec:
+            memories = model.encode_inputs(batch.inputs)
+            model.decode_states(batch.tgt_in, memories)
+        sizes = [m.states.size(1) for m in memories]
+        steps = batch.tgt_in.size(1)
+        for layer in range(layers):
+            for t in range(steps):
+                for k in range(len(sizes)):
+                    if strategy == "flat":
+                        w = rec[f"decoder.layers.{layer}.cross.weights"][0][0]  # [H, T, S]
+                        start = sum(sizes[:k])
+                        heads = [float(w[h, t, start : start + sizes[k]].sum()) for h in range(w.size(0))]
+                    else:
+                        w = rec[f"decoder.layers.{layer}.cross.hier.weights"][0]  # [T, H, 1, N]
+                        heads = [float(w[t, h, 0, k]) for h in range(w.size(1))]
+                    total[layer, k] += sum(heads) / len(heads)
+        count += steps
+    return total / count
+
+
+@pytest.mark.parametrize(("strategy", "features"), [("flat", False), ("hierarchical", True), ("flat", True)])
+def test_attention_shares_equal_a_per_sentence_loop(strategy, features):
+    torch.manual_seed(0)
+    multi_source = {"strategy": strategy, "sources": 2}
+    if features:
+        multi_source["features"] = {"channels": CHANNELS}
+    cfg = model_config("tiny", overrides=SMALL, variant={"multi_source": multi_source})
+    model = build_model(cfg, VOCAB).eval()
+    data = random_data(np.random.default_rng(3), 7, features)
+    names = ["en", "fr", "image"][: model.n_memories]
+    with single_thread():
+        frame = source_attention(model, data, names, batch_size=3)
+        expected = naive_shares(model, data, strategy)
+    assert list(frame.columns) == ["layer", "memory", "share"]
+    assert frame["layer"].tolist() == [1] * len(names) + [2] * len(names)
+    assert frame["memory"].tolist() == names * 2
+    got = frame["share"].to_numpy().reshape(2, len(names))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_attention_shares_need_a_strategy_with_shares():
+    cfg = model_config(
+        "tiny", overrides=SMALL, variant={"multi_source": {"strategy": "parallel", "sources": 2}}
+    )
+    model = build_model(cfg, VOCAB)
+    with pytest.raises(ConfigError, match="only flat and hierarchical"):
+        source_attention(model, random_data(np.random.default_rng(0), 2, False), ["en", "fr"])
+
+
+# --- Tables 1 and 2 ------------------------------------------------------------------------------------
+
+
+def scores(path: Path, bleu: float, meteor: float, ref: Path) -> Path:
+    entry = {"bleu": {"score": bleu, "signature": "BLEU|test"}, "meteor": {"score": meteor, "signature": "M"}}
+    write_scores_json(path, "system", "test", {"scores": entry, "n_lines": 3}, ref_paths=[ref])
+    return path
+
+
+@pytest.fixture
+def score_files(tmp_path: Path) -> dict[str, Path]:
+    ref = tmp_path / "test.de"
+    ref.write_text("a\nb\nc\n", encoding="utf-8")
+    files = {
+        "baseline": scores(tmp_path / "baseline.json", 40.0, 60.0, ref),
+        "flat": scores(tmp_path / "flat.json", 42.0, 61.5, ref),
+    }
+    for k, bleu in enumerate((30.0, 32.0, 34.0), start=1):  # the image, deranged 3 times
+        files[f"image{k}"] = scores(tmp_path / f"image{k}.json", bleu, 50.0, ref)
+    for k, bleu in enumerate((10.0, 14.0), start=1):  # en, deranged twice
+        files[f"en{k}"] = scores(tmp_path / f"en{k}.json", bleu, 20.0, ref)
+    summary = summarize_adversarial(
+        files["flat"], {"image": [files[f"image{k}"] for k in (1, 2, 3)], "en": [files["en1"], files["en2"]]}
+    )
+    files["summary"] = tmp_path / "summary.json"
+    files["summary"].write_text(json.dumps(summary), encoding="utf-8")
+    return files
+
+
+def test_adversarial_table_rows(score_files):
+    read = lambda name: json.loads(score_files[name].read_text(encoding="utf-8"))  # noqa: E731
+    frame = adversarial_table(
+        [
+            System("en-de", "test", "text-only baseline", read("baseline")),
+            System("en-de", "test", "flat", read("flat"), read("summary")),
+        ]
+    )
+    assert list(frame.columns) == [
+        "pair", "test set", "system", "BLEU", "METEOR",
+        "adv. BLEU (image)", "± (image)", "seeds (image)", "adv. BLEU (en)", "± (en)", "seeds (en)",
+    ]  # fmt: skip
+    rows = frame.astype(object).where(frame.notna(), None).values.tolist()
+    assert rows == [
+        ["en-de", "test", "text-only baseline", 40.0, 60.0, None, None, None, None, None, None],
+        ["en-de", "test", "flat", 42.0, 61.5, 32.0, 2.0, 3, 12.0, pytest.approx(2 * 2**0.5), 2],
+    ]
+
+
+def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_path):
+    out = tmp_path / "tables" / "table1_mmt.md"
+    code = main(
+        [
+            "libovicky2018-table",
+            "--system", "en-de:test=text-only baseline", "--clean", str(score_files["baseline"]),
+            "--system", "en-de:test=flat", "--clean", str(score_files["flat"]),
+            "--adversarial", f"2={score_files['summary']}",
+            "--title", "Table 1", "--notes", "toy", "--output", str(out),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    assert csv["system"].tolist() == ["text-only baseline", "flat"]
+    assert csv["adv. BLEU (image)"].tolist()[1] == 32.0 and np.isnan(csv["adv. BLEU (image)"].tolist()[0])
+    provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
+    assert [source["path"] for source in provenance["sources"]] == [
+        str(score_files["baseline"]),
+        str(score_files["flat"]),
+        str(score_files["summary"]),
+    ]
+    assert out.read_text(encoding="utf-8").startswith("# Table 1\n")
+
+
+# --- the workflow: each target plans only what it needs; the default DAG has them all ----------------
+
+TABLE1 = "results/tables/libovicky2018/table1_mmt.md"
+TABLE2 = "results/tables/libovicky2018/table2_multisource.md"
+FIGURE = "results/figures/libovicky2018/attention_layers.png"
+
+
+def plan(*args: str) -> list[dict[str, str]]:
+    result = snakemake("-n", "-p", "--forceall", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return dry_run_jobs(result.stdout)
+
+
+def test_table1_plans_the_image_runs_and_nothing_of_table2():
+    """Table 1 (MMT): the shared baseline and the flat run with image features; its adversarial decodes
+    (3 seeds, image deranged); no further source, no attention, no other table."""
+    jobs = plan(TABLE1)
+    rules = Counter(job["rule"] for job in jobs)
+    assert rules["train"] == 2 and rules["libovicky2018_table"] == 1
+    assert rules["libovicky2018_image_features"] == 3 and rules["libovicky2018_derange_image"] == 3
+    assert rules["libovicky2018_translate"] == 3 and rules["libovicky2018_adversarial"] == 1
+    assert rules["libovicky2018_score"] == 2 + 3  # clean baseline and flat, three adversarial
+    for absent in ("libovicky2018_source", "libovicky2018_derange_text", "libovicky2018_attention", "report"):
+        assert rules[absent] == 0, absent
+    (train,) = [job for job in jobs if job["rule"] == "train" and "resnet" in job["shell"]]
+    assert "data/toyworld/en-de/inputs/train.resnet.npy" in train["shell"]
+    assert "data/toyworld/en-de/clean/train.kept" in train["shell"]  # feature rows follow the cleaned lines
+    decodes = [job for job in jobs if job["rule"] == "libovicky2018_translate"]
+    assert all("--feature-index" in job["shell"] and ".image.seed" in job["shell"] for job in decodes)
+
+
+def test_table2_plans_the_further_source_and_its_derangements():
+    jobs = plan(TABLE2)
+    rules = Counter(job["rule"] for job in jobs)
+    assert rules["train"] == 2 and rules["libovicky2018_table"] == 1
+    assert rules["libovicky2018_source"] == 3 and rules["libovicky2018_source_truecaser"] == 1
+    assert rules["libovicky2018_derange_text"] == 6 and rules["libovicky2018_translate"] == 6  # en, fr x 3
+    for absent in ("libovicky2018_image_features", "libovicky2018_attention", "report"):
+        assert rules[absent] == 0, absent
+    made = {job["output"] for job in jobs if job["rule"] == "libovicky2018_source"}
+    assert made == {f"data/toyworld/en-de/inputs/{split}.src_fr" for split in ("train", "valid", "test")}
+
+
+def test_the_figure_plans_attention_of_the_flat_and_hierarchical_runs_only():
+    rules = Counter(job["rule"] for job in plan(FIGURE))
+    assert rules["libovicky2018_attention"] == 2 and rules["figure"] == 1
+    assert rules["train"] == 2  # the baselines have no attention over sources: not trained for it
+    assert rules["libovicky2018_translate"] == 0 and rules["libovicky2018_table"] == 0
+
+
+def test_the_default_dag_builds_every_registered_table_and_figure():
+    everything = {job["rule"]: job for job in plan()}
+    wanted = everything["all"]["input"].split(", ")
+    for path in (TABLE1, TABLE2, FIGURE, "results/tables/libovicky2018/libovicky2018_mmt.md"):
+        assert path in wanted, path
+    assert TABLE1 in everything["report"]["input"].split(", ")
+
+
+def test_missing_user_images_stop_with_where_to_get_them_and_where_to_put_them(tmp_path, capsys):
+    images = tmp_path / "multi30k_images"
+    images.mkdir()
+    (images / "1000092795.jpg").write_bytes(b"")
+    split_list = tmp_path / "valid.images"
+    split_list.write_text("1000092795.jpg\n1000268201.jpg\n", encoding="utf-8")
+    assert main(["libovicky2018-images", "--images", str(images), "--list", str(split_list)]) == 2
+    message = capsys.readouterr().err
+    assert f"1 of 2 images missing from {images} (first: 1000268201.jpg)" in message
+    assert "https://forms.illinois.edu/sec/229675" in message and f"Put the images in {images}" in message
+
+
+def test_the_full_study_builds_europarl_5_way_by_pivoting_instead_of_downloading_it():
+    jobs = plan(TABLE2, "--configfile", "experiments/libovicky2018.yaml")  # --configfile takes 1+ files
+    rules = Counter(job["rule"] for job in jobs)
+    assert rules["libovicky2018_europarl_europarl5"] == 1 and rules["download_europarl5"] == 0
+    assert rules["libovicky2018_europarl_bitext"] == 4  # es, fr, de, cs against English
+    (pivot,) = [job for job in jobs if job["rule"] == "libovicky2018_europarl_europarl5"]
+    assert "--valid 1000 --test 1000" in pivot["shell"]
+    made = {job["output"] for job in jobs if job["rule"] == "libovicky2018_source"}
+    assert (
+        "data/europarl5/en-cs/inputs/test.src_es" in made
+        and "data/multi30k/en-cs/inputs/test_2016_flickr.src_de" in made
+    )
+    # 4 strategies x 2 corpora, 3 seeds each: Europarl randomises 4 languages, Multi30k 3
+    assert rules["libovicky2018_translate"] == 4 * 3 * 4 + 4 * 3 * 3
+
+
+def test_join_labels_one_line_per_series_and_memory(tmp_path):
+    mmt, multi = tmp_path / "mmt.csv", tmp_path / "multi.csv"
+    pd.DataFrame({"layer": [1, 1], "memory": ["en", "image"], "share": [0.25, 0.75]}).to_csv(mmt, index=False)
+    pd.DataFrame({"layer": [1, 1], "memory": ["en", "fr"], "share": [0.5, 0.5]}).to_csv(multi, index=False)
+    out = tmp_path / "joined.csv"
+    assert (
+        main(["libovicky2018-join", "--input", f"MMT={mmt}", "--input", f"MS={multi}", "--csv", str(out)])
+        == 0
+    )
+    joined = pd.read_csv(out)
+    assert joined["label"].tolist() == ["MMT: en", "MMT: image", "MS: en", "MS: fr"]
+    assert joined["share"].tolist() == [0.25, 0.75, 0.5, 0.5]

@@ -21,13 +21,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from slurm_cluster import SlurmCluster
-from workflow_configs import write_config
+from workflow_configs import default_config_with
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-# The smallest default config: toyworld at its smallest; every stage the default target enables.
+# The smallest default config: toyworld at its smallest, the baseline experiment alone.
 TINY = {  # merged into config.yaml by workflow_configs.write_config
     "toyworld": {"seed": 7, "sizes": {"train": 300, "valid": 20, "test": 20}, "image_size": 16},
     "corpora": {"toyworld": {"pairs": ["en-de"], "preprocess": {"bpe": {"merges": 200, "threshold": 2}}}},
@@ -125,7 +126,10 @@ def copy_workflow(root: Path) -> Path:
     for name in ("rules", "schemas", "envs", "workflow", "workflow_scripts", "src", "profiles"):
         if (REPO / name).exists():
             shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    write_config(root / "tiny.yaml", TINY)
+    config = default_config_with(TINY)
+    # the baseline alone: this test is about execution on SLURM, not the studies' DAG
+    config["experiments"] = {"baseline": config["experiments"]["baseline"]}
+    (root / "tiny.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return root
 
 

@@ -17,7 +17,6 @@ CoNLL-U parse of the tokenised text.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.syntax.conllu import Sentence
 from nmtvariants.syntax.dep_labels import bpe_word_spans, head_word, surface_tokens
+from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
 MEAN = "mean"
 BLEU, TOK_BLEU = "BLEU", "tok. BLEU"
@@ -128,30 +128,6 @@ def variants_table(
 
 
 # --- Table 5: parameters and training speed ---------------------------------------------------------
-
-
-def training_speed(train_log: PathLike) -> float:
-    """Target tokens per second over a run's training log (``train_log.csv``): every logged training
-    window's tokens over its time (tokens / tok_per_s), summed, so long and short windows weigh by
-    their duration."""
-    tokens = seconds = 0.0
-    with open(train_log, newline="", encoding="utf-8") as handle:
-        for number, row in enumerate(csv.DictReader(handle), start=2):
-            if row.get("split") != "train":
-                continue
-            try:
-                window_tokens, speed = float(row["tokens"]), float(row["tok_per_s"])
-            except (KeyError, TypeError, ValueError):
-                raise InputError(
-                    f"{train_log}:{number}: no numeric tokens / tok_per_s; re-run training"
-                ) from None
-            if speed <= 0:
-                raise InputError(f"{train_log}:{number}: tok_per_s {speed} is not positive")
-            tokens += window_tokens
-            seconds += window_tokens / speed
-    if seconds == 0:
-        raise InputError(f"{train_log}: no training rows; is this a finished run's train_log.csv?")
-    return tokens / seconds
 
 
 def params_speed_table(

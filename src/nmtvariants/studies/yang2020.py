@@ -41,6 +41,7 @@ from nmtvariants.models.config import ALIASES, PRESETS, model_config
 from nmtvariants.models.layers import parse_layout
 from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
 from nmtvariants.reporting.results import METRIC_LABELS
+from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
 STUDY = "yang2020"
 STANDARD = "standard"
@@ -177,33 +178,6 @@ def bleu_table(entries: Sequence[tuple[System, str, PathLike]]) -> pd.DataFrame:
         for _, row in frame.iterrows()
     ]
     return frame
-
-
-def training_speed(train_log: PathLike) -> float:
-    """Target tokens per second of a run's training: every logged training token over the summed
-    duration of the logging windows (a window lasts ``tokens / tok_per_s``; validation time is
-    outside them)."""
-    tokens = seconds = 0.0
-    try:
-        with open(train_log, encoding="utf-8", newline="") as handle:
-            for number, row in enumerate(csv.DictReader(handle), start=2):
-                if row.get("split") != "train":
-                    continue
-                try:
-                    window, rate = float(row["tokens"]), float(row["tok_per_s"])
-                except (KeyError, TypeError, ValueError):
-                    raise InputError(
-                        f"{train_log}:{number}: no numeric tokens/tok_per_s; re-run the training"
-                    ) from None
-                if rate <= 0:
-                    raise InputError(f"{train_log}:{number}: tok_per_s {rate} is not positive")
-                tokens += window
-                seconds += window / rate
-    except FileNotFoundError:
-        raise InputError(f"{train_log}: no training log; train the run first") from None
-    if seconds == 0:
-        raise InputError(f"{train_log}: no training rows (split=train); train the run first")
-    return tokens / seconds
 
 
 def simplified_table(

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
 
 log = logging.getLogger(__name__)
@@ -100,3 +101,30 @@ class TrainLogger:
             self.bar.close()
         if self.writer is not None:
             self.writer.close()
+
+
+def training_speed(train_log: str | Path) -> float:
+    """Target tokens per second of a run's training: every logged training token over the summed
+    duration of the logging windows (a window lasts ``tokens / tok_per_s``; validation time is
+    outside them)."""
+    tokens = seconds = 0.0
+    try:
+        with open(train_log, encoding="utf-8", newline="") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                if row.get("split") != "train":
+                    continue
+                try:
+                    window, rate = float(row["tokens"]), float(row["tok_per_s"])
+                except (KeyError, TypeError, ValueError):
+                    raise InputError(
+                        f"{train_log}:{number}: no numeric tokens/tok_per_s; re-run the training"
+                    ) from None
+                if rate <= 0:
+                    raise InputError(f"{train_log}:{number}: tok_per_s {rate} is not positive")
+                tokens += window
+                seconds += window / rate
+    except FileNotFoundError:
+        raise InputError(f"{train_log}: no training log; train the run first") from None
+    if seconds == 0:
+        raise InputError(f"{train_log}: no training rows (split=train); train the run first")
+    return tokens / seconds

@@ -358,7 +358,9 @@ rule libovicky2018_attention:
         runtime=60,
     params:
         extras=LIBOVICKY2018.input_args,
-        memories=lambda wc: ",".join(LIBOVICKY2018.memories(wc.experiment, wc.pair, wc.variant)),
+        memories=lambda wc: ",".join(
+            LIBOVICKY2018.memories(wc.experiment, wc.pair, wc.variant)
+        ),
         sentences=lib.ATTENTION_SENTENCES,
     shell:
         "nmtvariants libovicky2018-attention --checkpoint {input.model:q} --vocab {input.vocab:q}"

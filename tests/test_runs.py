@@ -56,7 +56,7 @@ def test_runs_are_shared_by_settings_and_split_by_any_difference():
         ("again", "en-de", "baseline"),
     ]
     assert run.studies == ["baseline", "yang2020"]
-    assert run.resources == {"threads": 2, "mem_mb": 4000, "runtime": 120, "gpus": 1}  # 120: the default
+    assert run.resources == {"threads": 1, "mem_mb": 4000, "runtime": 120, "gpus": 1}  # 120: the default
     assert run.settings["train"]["seed"] == config["seed"]
     config["experiments"]["again"]["pairs"] = ["en-ru"]
     config["seed"] = 5

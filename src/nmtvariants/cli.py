@@ -8,17 +8,27 @@ without editing a shared list. Discovery reads directory listings only (``pkguti
 on each subpackage's search path, which imports no subpackage), and a module that fails to import
 costs only its own commands, with a one-line warning, so that a broken optional stage cannot take
 the others down.
+
+Every job of the workflow is a fresh ``nmtvariants <command>`` process, so importing every stage
+module (torch, matplotlib, pandas, ...) to run one text command would cost seconds per job. The
+command's module is found instead from a static index, read from the stage modules' *source* with
+``ast`` (``subparsers.add_parser("name", ...)`` in ``add_parser`` and in the module's helpers it hands
+``subparsers`` to), and only that module is imported. ``--help``, ``--version``, no command, or a
+command the index does not know (a misspelling, or a name a module registers from a non-literal)
+build the full parser as before, so users see the same arguments, help, errors and exit codes.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
 import logging
 import pkgutil
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from nmtvariants import __version__
 from nmtvariants.errors import NMTVariantsError
@@ -30,12 +40,13 @@ def is_command_module(name: str) -> bool:
     return name == "cli" or name.endswith("_cli")
 
 
-def command_modules(package: str = PACKAGE) -> list[str]:
-    """Dotted names of the stage modules of ``package``, sorted: ``<package>.<sub>.[*_]cli``."""
+def _command_module_sources(package: str) -> dict[str, str | None]:
+    """Dotted name -> source file (None when it is not a ``.py`` file) of each stage module, found
+    without importing any subpackage: pkgutil's finder for the subpackage's folder locates the file."""
     spec = importlib.util.find_spec(package)
     if spec is None or spec.submodule_search_locations is None:
         raise ModuleNotFoundError(f"{package} is not an importable package")
-    names = []
+    sources: dict[str, str | None] = {}
     for sub in pkgutil.iter_modules(spec.submodule_search_locations):
         if not sub.ispkg:
             continue
@@ -43,9 +54,100 @@ def command_modules(package: str = PACKAGE) -> list[str]:
         if sub_spec is None or sub_spec.submodule_search_locations is None:
             continue
         for module in pkgutil.iter_modules(sub_spec.submodule_search_locations):
-            if not module.ispkg and is_command_module(module.name):
-                names.append(f"{package}.{sub.name}.{module.name}")
-    return sorted(names)
+            if module.ispkg or not is_command_module(module.name):
+                continue
+            name = f"{package}.{sub.name}.{module.name}"
+            module_spec = module.module_finder.find_spec(name)  # type: ignore[call-arg]
+            origin = getattr(module_spec, "origin", None)
+            sources[name] = origin if origin and origin.endswith(".py") else None
+    return dict(sorted(sources.items()))
+
+
+def command_modules(package: str = PACKAGE) -> list[str]:
+    """Dotted names of the stage modules of ``package``, sorted: ``<package>.<sub>.[*_]cli``."""
+    return list(_command_module_sources(package))
+
+
+def registered_names(source: str) -> list[str]:
+    """The sub-command names (and aliases) a stage module's source registers, read without running it.
+
+    Follows ``subparsers`` from the first parameter of the module-level ``add_parser`` into the
+    module-level helpers it is passed to (``add_images_parser(subparsers)``), and keeps the string
+    literals of ``<that name>.add_parser("name", aliases=[...])``. Nested sub-commands
+    (``actions = parser.add_subparsers(); actions.add_parser("apply")``) are on another object and
+    are not commands. A name built at run time is not seen: the caller falls back to the full parser
+    for any command missing from the index.
+    """
+    tree = ast.parse(source)
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    names: list[str] = []
+    seen: set[tuple[str, int]] = set()
+
+    def visit(function_name: str, position: int) -> None:
+        function = functions.get(function_name)
+        if function is None or (function_name, position) in seen:
+            return
+        seen.add((function_name, position))
+        parameters = [*function.args.posonlyargs, *function.args.args]
+        if position >= len(parameters):
+            return
+        target = parameters[position].arg
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "add_parser"
+                and isinstance(func.value, ast.Name)
+                and func.value.id == target
+            ):
+                names.extend(_literal_names(node))
+            elif isinstance(func, ast.Name):
+                for index, argument in enumerate(node.args):
+                    if isinstance(argument, ast.Name) and argument.id == target:
+                        visit(func.id, index)
+
+    visit("add_parser", 0)
+    return names
+
+
+def _literal_names(call: ast.Call) -> list[str]:
+    """The command name and aliases of one ``add_parser(...)`` call, where they are literals."""
+    names = []
+    if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        names.append(call.args[0].value)
+    for keyword in call.keywords:
+        if keyword.arg == "aliases" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+            names.extend(
+                element.value
+                for element in keyword.value.elts
+                if isinstance(element, ast.Constant) and isinstance(element.value, str)
+            )
+    return names
+
+
+def command_index(package: str = PACKAGE) -> dict[str, str]:
+    """Command name -> the stage module that registers it, from the modules' source alone.
+
+    A module whose source cannot be read or parsed contributes nothing (its commands then take the
+    full parser's path, which reports the module's failure as before). A name seen in two modules
+    is left out for the same reason: the full parser decides.
+    """
+    index: dict[str, str] = {}
+    clashes: set[str] = set()
+    for name, path in _command_module_sources(package).items():
+        if path is None:
+            continue
+        try:
+            commands = registered_names(Path(path).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for command in commands:
+            if command in index and index[command] != name:
+                clashes.add(command)
+            index[command] = name
+    return {command: module for command, module in index.items() if command not in clashes}
 
 
 @dataclass
@@ -57,10 +159,13 @@ class Registration:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-def register_commands(subparsers: argparse._SubParsersAction, package: str = PACKAGE) -> Registration:
-    """Import every stage module of ``package`` and let it add its sub-commands."""
+def register_commands(
+    subparsers: argparse._SubParsersAction, package: str = PACKAGE, modules: list[str] | None = None
+) -> Registration:
+    """Import the stage modules of ``package`` (all of them, or ``modules``) and let each add its
+    sub-commands."""
     registration = Registration()
-    for name in command_modules(package):
+    for name in command_modules(package) if modules is None else modules:
         try:
             module = importlib.import_module(name)
         except Exception as error:  # one broken stage must not hide the others
@@ -75,19 +180,51 @@ def register_commands(subparsers: argparse._SubParsersAction, package: str = PAC
     return registration
 
 
-def build_parser(package: str = PACKAGE) -> argparse.ArgumentParser:
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     parser = argparse.ArgumentParser(prog="nmtvariants", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"nmtvariants {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    return parser, subparsers
+
+
+def build_parser(package: str = PACKAGE) -> argparse.ArgumentParser:
+    """The full parser: every discovered stage module imported, a warning per broken one."""
+    parser, subparsers = _top_parser()
     registration = register_commands(subparsers, package)
     for name, reason in registration.failed.items():
         print(f"nmtvariants: warning: the commands of {name} are unavailable ({reason})", file=sys.stderr)
     return parser
 
 
+def requested_command(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` asks for, or None where only the full parser can answer: no command,
+    or a top-level option other than ``-v/--verbose`` before it (``--help``, ``--version``, an
+    abbreviation argparse would expand, a typo argparse must report)."""
+    for token in argv:
+        if token in ("-v", "--verbose"):
+            continue
+        if token.startswith("-"):
+            return None
+        return token
+    return None
+
+
+def build_parser_for(argv: list[str], package: str = PACKAGE) -> argparse.ArgumentParser:
+    """The parser for ``argv``: only the stage module that defines its command, when the static index
+    knows the command and that module imports and registers it; otherwise the full parser."""
+    command = requested_command(argv)
+    module = command_index(package).get(command) if command is not None else None
+    if module is not None:
+        parser, subparsers = _top_parser()
+        registration = register_commands(subparsers, package, [module])
+        if registration.loaded and command in subparsers.choices:
+            return parser
+    return build_parser(package)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser_for(sys.argv[1:] if argv is None else list(argv)).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

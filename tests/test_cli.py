@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from nmtvariants.cli import build_parser, command_modules, register_commands
+from nmtvariants.cli import (
+    build_parser,
+    build_parser_for,
+    command_index,
+    command_modules,
+    register_commands,
+    registered_names,
+    requested_command,
+)
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "nmtvariants"
 
@@ -138,3 +147,147 @@ def test_user_error_is_one_line_without_traceback(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "train.en: file not found" in result.stderr
+
+
+def test_the_static_index_lists_exactly_what_each_module_registers():
+    """The ast index (read from source) against the real thing: each module imported and its
+    add_parser run on a fresh parser, aliases included. Catches any drift between the two."""
+    index = command_index()
+    for name in command_modules():
+        own = argparse.ArgumentParser(prog="nmtvariants")
+        sub = own.add_subparsers(dest="command")
+        importlib.import_module(name).add_parser(sub)
+        imported = sorted(choices(own))
+        source = Path(importlib.util.find_spec(name).origin).read_text(encoding="utf-8")
+        assert sorted(registered_names(source)) == imported, name
+        assert sorted(command for command, module in index.items() if module == name) == imported, name
+
+
+def test_the_lazy_parser_gives_every_command_the_same_help_as_the_full_parser():
+    """What users see per command does not depend on how the parser was built."""
+    full = choices(build_parser())
+    by_module: dict[str, list[str]] = {}
+    for command, module in command_index().items():
+        by_module.setdefault(module, []).append(command)
+    for module, commands in by_module.items():
+        lazy = choices(build_parser_for([commands[0]]))
+        assert sorted(lazy) == sorted(commands), module
+        for command in commands:
+            assert lazy[command].format_help() == full[command].format_help(), command
+
+
+def test_requested_command_skips_verbose_and_leaves_other_options_to_the_full_parser():
+    assert requested_command(["-v", "tokenize", "-l", "en"]) == "tokenize"
+    assert requested_command(["--verbose", "train", "--help"]) == "train"
+    for argv in ([], ["--help"], ["-h", "tokenize"], ["--version"], ["--verb", "tokenize"], ["-v"]):
+        assert requested_command(argv) is None, argv
+
+
+def test_the_source_reader_follows_subparsers_into_helpers_and_skips_nested_commands():
+    source = textwrap.dedent(
+        """
+        def add_parser(subparsers):
+            p = subparsers.add_parser("top", aliases=["t", "tp"], help="x")
+            actions = p.add_subparsers()
+            actions.add_parser("nested")
+            _more(p, subparsers)
+            subparsers.add_parser(NAME)
+
+        def _more(parser, where):
+            where.add_parser("helper")
+            parser.add_argument("--x")
+
+        def unrelated(subparsers):
+            subparsers.add_parser("never-called")
+        """
+    )
+    assert registered_names(source) == ["top", "t", "tp", "helper"]
+
+
+def write_lazy_package(root: Path, package: str) -> None:
+    """Stages whose imports leave a trace in sys.modules, one with a command name the source
+    reader cannot see, one that fails to import."""
+    files = {
+        "__init__.py": "",
+        "one/__init__.py": "",
+        "one/cli.py": f"""
+            import {package}_marker_one
+            def add_parser(subparsers):
+                subparsers.add_parser("first", help="one").set_defaults(func=lambda args: 0)
+            """,
+        "two/__init__.py": "",
+        "two/cli.py": """
+            NAME = "dyn" + "amic"
+            def add_parser(subparsers):
+                subparsers.add_parser(NAME, help="two").set_defaults(func=lambda args: 0)
+            """,
+        "three/__init__.py": "",
+        "three/cli.py": """
+            import a_module_that_is_not_installed
+            def add_parser(subparsers):
+                subparsers.add_parser("broken", help="three")
+            """,
+    }
+    for name, text in files.items():
+        path = root / package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    (root / f"{package}_marker_one.py").write_text("", encoding="utf-8")
+
+
+def test_only_the_commands_module_is_imported_and_unknown_names_take_the_full_path(
+    tmp_path, monkeypatch, capsys
+):
+    write_lazy_package(tmp_path, "fakepkg_c")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert command_index("fakepkg_c") == {"first": "fakepkg_c.one.cli", "broken": "fakepkg_c.three.cli"}
+
+    parser = build_parser_for(["first"], "fakepkg_c")
+    assert set(choices(parser)) == {"first"}
+    assert "fakepkg_c.one.cli" in sys.modules and "fakepkg_c.two.cli" not in sys.modules
+    assert capsys.readouterr().err == ""
+
+    # a name only the import shows: the full parser finds it
+    parser = build_parser_for(["dynamic"], "fakepkg_c")
+    assert set(choices(parser)) == {"first", "dynamic"}
+    assert "fakepkg_c.three.cli are unavailable (ModuleNotFoundError" in capsys.readouterr().err
+
+    # the indexed module is broken: the full parser's warning, then argparse's error
+    parser = build_parser_for(["broken"], "fakepkg_c")
+    assert "fakepkg_c.three.cli are unavailable (ModuleNotFoundError" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(["broken"])
+    assert exit_info.value.code == 2
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+
+
+def test_a_text_command_imports_neither_torch_nor_the_other_stages():
+    """What the lazy dispatch is for: `nmtvariants tokenize` in a fresh process stays light."""
+    result = run_python(
+        "import sys\n"
+        "from nmtvariants.cli import main\n"
+        "try:\n"
+        "    main(['tokenize', '--help'])\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "stages = sorted(m for m in sys.modules if m.endswith('cli') and m.count('.') == 2)\n"
+        "print(code, 'torch' in sys.modules, 'matplotlib' in sys.modules, ','.join(stages))\n"
+    )
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert last == "0 False False nmtvariants.text.cli", last
+    assert "usage: nmtvariants tokenize" in result.stdout
+
+
+def test_an_unknown_command_exits_2_with_argparses_list_of_every_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "nmtvariants", "-v", "tokenise"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "argument COMMAND: invalid choice: 'tokenise' (choose from " in result.stderr
+    listed = result.stderr.split("choose from ", 1)[1]
+    assert all(f"'{command}'" in listed for command in command_index())

@@ -57,8 +57,8 @@ def _command_module_sources(package: str) -> dict[str, str | None]:
             if module.ispkg or not is_command_module(module.name):
                 continue
             name = f"{package}.{sub.name}.{module.name}"
-            module_spec = module.module_finder.find_spec(name)  # type: ignore[call-arg]
-            origin = getattr(module_spec, "origin", None)
+            find_spec = getattr(module.module_finder, "find_spec", None)
+            origin = getattr(find_spec(name) if find_spec else None, "origin", None)
             sources[name] = origin if origin and origin.endswith(".py") else None
     return dict(sorted(sources.items()))
 

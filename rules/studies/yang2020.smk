@@ -118,7 +118,10 @@ rule yang2020_layer_aer:
 
 rule yang2020_hansards_download:
     output:
-        [f"{HANSARDS_RAW}/{name}" for name in ("test.talp", "test.orig.en", "test.orig.fr")],
+        [
+            f"{HANSARDS_RAW}/{name}"
+            for name in ("test.talp", "test.orig.en", "test.orig.fr")
+        ],
     log:
         "logs/yang2020/hansards_download.log",
     conda:

@@ -705,7 +705,9 @@ def _hansards() -> Corpus:
     # 17 English lines): what a model is fed (studies/yang2020_workflow.py)
     bars = _pinned(f"{_HANSARDS}/crossalign.test.en-fr", f"{_CROSSALIGN}/data/test.en-fr")
     files.append(bars)
-    extracts += [Extract(f"test.orig.{lang}", bars.name, fmt="bars", column=k) for k, lang in enumerate(("en", "fr"))]
+    extracts += [
+        Extract(f"test.orig.{lang}", bars.name, fmt="bars", column=k) for k, lang in enumerate(("en", "fr"))
+    ]
     lines = {e.output: 447 if e.output.startswith("test") else 37 for e in extracts}
     return Corpus(
         "hansards_enfr_align",

@@ -80,9 +80,7 @@ class AlignmentTestSet:
         return [ids[-1] + 1 for ids in self.tgt_word_ids]
 
 
-def _bpe_lines(
-    path: PathLike, separator: str, hyphen: str | None
-) -> tuple[list[list[str]], list[list[int]]]:
+def _bpe_lines(path: PathLike, separator: str, hyphen: str | None) -> tuple[list[list[str]], list[list[int]]]:
     tokens: list[list[str]] = []
     for number, line in enumerate(read_lines(path), start=1):
         if not line.split():

@@ -226,6 +226,39 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
     assert out.read_text(encoding="utf-8").startswith("# Yang et al. (2020) Table 1")
 
 
+def layer_csv(path: Path, aers: list[float]) -> Path:
+    rows = [{"layer": k + 1, "aer": a, "precision": 1 - a, "recall": 0.5, "coverage": 0.1 * (k + 1),
+             "layer_coverage": 0.1} for k, a in enumerate(aers)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_the_aer_table_has_a_row_per_layer_and_the_domain_gap_note_for_hansards(tmp_path):
+    toy = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
+           "gold": "own", "corpus": "toyworld"}  # fmt: skip
+    enfr = system("standard", experiment="m30k", pair="en-fr").__dict__
+    real = {"system": enfr, "csv": str(layer_csv(tmp_path / "b.csv", [0.8, 0.7, 0.75])),
+            "gold": "hansards", "corpus": "multi30k"}  # fmt: skip
+    out = tmp_path / "layer_aer.md"
+    args = ["yang2020-table", "--kind", "aer", "--out", str(out)]
+    assert main([*args, "--entries", json.dumps([toy, real])]) == 0
+    rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+    assert [(r["pair"], r["gold"], r["layer"], r["AER"]) for r in rows] == [
+        ("en-de", "own test set", 1, 0.6),
+        ("en-de", "own test set", 2, 0.4),
+        ("en-fr", "Hansards EN-FR", 1, 0.8),
+        ("en-fr", "Hansards EN-FR", 2, 0.7),
+        ("en-fr", "Hansards EN-FR", 3, 0.75),
+    ]
+    assert [r["cumulative coverage"] for r in rows[2:]] == pytest.approx([0.1, 0.2, 0.3])
+    text = out.read_text(encoding="utf-8")
+    assert "domain gap" in text and "Multi30k's image captions" in text and "parliament" in text
+    assert main([*args, "--entries", json.dumps([toy])]) == 0  # no Hansards row: no caveat
+    assert "domain gap" not in out.read_text(encoding="utf-8")
+    (tmp_path / "a.csv").write_text("layer,aer\n1,0.5\n", encoding="utf-8")
+    assert main([*args, "--entries", json.dumps([toy])]) == 2  # a CSV without layer-aer's columns
+
+
 def test_table_4_counts_the_checkpoints_parameters(tmp_path):
     """Parameters come from the stored checkpoints, and the simplified decoder has exactly the FFN and
     LayerNorm of each decoder layer fewer (counted by hand from the preset's sizes)."""

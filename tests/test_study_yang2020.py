@@ -781,6 +781,8 @@ def test_the_multi30k_config_scores_the_enfr_model_on_hansards_and_shares_the_en
     assert flow.aer_options("m30k_yang2020_enfr", "en-fr", "standard")[:2] == ["--format", "talp"]
     assert {"table4_simplified", "layer_aer"} <= set(flow.tables)
     assert len(flow.probed) == 3  # en-fr standard, en-de standard and simplified
+    assert "--max-sentences=2000" in flow.probe_options(flow.probed[0])  # the small preset's caps
+    assert flow.speed_sentences(flow.probed[0]) == 500
     # the standard EN->DE run is the baseline every study's Multi30k config trains (same settings)
     spec = config["experiments"]["m30k_yang2020_ende"]
     baseline = {**spec, "study": "baseline", "variants": {"baseline": {}}}

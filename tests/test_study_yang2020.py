@@ -6,6 +6,7 @@ holds every registered table and figure, and the documented switch adds Table 2'
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 import re
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from data_sources import RealData
 from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.cli import main
@@ -30,7 +32,6 @@ from nmtvariants.studies.yang2020 import (
     bleu_table,
     decode_speed,
     depth_systems,
-    hyphen_word_ids,
     layout_systems,
     probe_figure_rows,
     simplified_pairs,
@@ -38,6 +39,7 @@ from nmtvariants.studies.yang2020 import (
     study_systems,
     training_speed,
 )
+from nmtvariants.text.subword_map import word_ids
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 TOY = "yang2020_toy"
@@ -224,6 +226,39 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
     assert out.read_text(encoding="utf-8").startswith("# Yang et al. (2020) Table 1")
 
 
+def layer_csv(path: Path, aers: list[float]) -> Path:
+    rows = [{"layer": k + 1, "aer": a, "precision": 1 - a, "recall": 0.5, "coverage": 0.1 * (k + 1),
+             "layer_coverage": 0.1} for k, a in enumerate(aers)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_the_aer_table_has_a_row_per_layer_and_the_domain_gap_note_for_hansards(tmp_path):
+    toy = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
+           "gold": "own", "corpus": "toyworld"}  # fmt: skip
+    enfr = system("standard", experiment="m30k", pair="en-fr").__dict__
+    real = {"system": enfr, "csv": str(layer_csv(tmp_path / "b.csv", [0.8, 0.7, 0.75])),
+            "gold": "hansards", "corpus": "multi30k"}  # fmt: skip
+    out = tmp_path / "layer_aer.md"
+    args = ["yang2020-table", "--kind", "aer", "--out", str(out)]
+    assert main([*args, "--entries", json.dumps([toy, real])]) == 0
+    rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+    assert [(r["pair"], r["gold"], r["layer"], r["AER"]) for r in rows] == [
+        ("en-de", "own test set", 1, 0.6),
+        ("en-de", "own test set", 2, 0.4),
+        ("en-fr", "Hansards EN-FR", 1, 0.8),
+        ("en-fr", "Hansards EN-FR", 2, 0.7),
+        ("en-fr", "Hansards EN-FR", 3, 0.75),
+    ]
+    assert [r["cumulative coverage"] for r in rows[2:]] == pytest.approx([0.1, 0.2, 0.3])
+    text = out.read_text(encoding="utf-8")
+    assert "domain gap" in text and "Multi30k's image captions" in text and "parliament" in text
+    assert main([*args, "--entries", json.dumps([toy])]) == 0  # no Hansards row: no caveat
+    assert "domain gap" not in out.read_text(encoding="utf-8")
+    (tmp_path / "a.csv").write_text("layer,aer\n1,0.5\n", encoding="utf-8")
+    assert main([*args, "--entries", json.dumps([toy])]) == 2  # a CSV without layer-aer's columns
+
+
 def test_table_4_counts_the_checkpoints_parameters(tmp_path):
     """Parameters come from the stored checkpoints, and the simplified decoder has exactly the FFN and
     LayerNorm of each decoder layer fewer (counted by hand from the preset's sizes)."""
@@ -361,11 +396,11 @@ HYPHEN_MARK = "@-@"
 )
 def test_word_ids_glue_hyphen_splits_back_into_the_golds_words(words):
     pieces, owners = pieces_of(words)
-    assert hyphen_word_ids(pieces) == owners
+    assert word_ids(pieces) == owners
 
 
 def test_word_ids_of_a_segmented_marker_and_of_a_line_starting_with_one():
-    assert hyphen_word_ids(["the", "dar@@", "k", "@@@", "-@@", "@", "blue", "cube"]) == [
+    assert word_ids(["the", "dar@@", "k", "@@@", "-@@", "@", "blue", "cube"]) == [
         0,
         1,
         1,
@@ -375,7 +410,7 @@ def test_word_ids_of_a_segmented_marker_and_of_a_line_starting_with_one():
         1,
         2,
     ]
-    assert hyphen_word_ids(["@-@", "x"]) == [0, 0]  # a marker glues what follows it
+    assert word_ids(["@-@", "x"]) == [0, 0]  # a marker glues what follows it
 
 
 def save_model(path: Path, layout: str, vocab_size: int, seed: int) -> Path:
@@ -560,3 +595,208 @@ def test_the_documented_switch_adds_the_reordered_decoder_and_the_depths(tmp_pat
     assert rules_of(table1)["train"] == 4  # + sem_tem_ifm
     systems = study_systems(resolved(default_config_with({"experiments": config["experiments"]})))
     assert sorted(s.decoder_layers for s in depth_systems(systems)) == [1, 2, 3]
+
+
+# --- real data: the Hansards EN-FR gold through a Multi30k EN-FR chain ---------------------------
+
+MULTI30K_CONFIG = REPO / "experiments" / "multi30k_yang2020.yaml"
+PREPROCESS = yaml.safe_load(MULTI30K_CONFIG.read_text(encoding="utf-8"))["corpora"]["multi30k"]["preprocess"]
+GOLD_LINES = 64  # the first gold sentences: parentheses (line 47) and « » (line 62) among them
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def hansards(real_data: RealData, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """data/multi30k/en-fr as rules/preprocess.smk trains it (Moses without -a or escaping, truecaser,
+    joint BPE), on 300 real Multi30k training lines, and the first Hansards gold sentences as the
+    study's download rule fetches them (catalogue `hansards_enfr_align`, from the mirror)."""
+    root = tmp_path_factory.mktemp("m30k_hansards")
+    pair = root / "multi30k" / "en-fr"
+    tc = {}
+    for lang in ("en", "fr"):
+        with gzip.open(
+            real_data.file(f"multi30k/task1/raw/train.{lang}.gz"), "rt", encoding="utf-8"
+        ) as handle:
+            raw = _write(root / f"raw.{lang}", [next(handle).rstrip("\n") for _ in range(300)])
+        norm, tok, tc[lang] = root / f"norm.{lang}", root / f"tok.{lang}", pair / "tc" / f"train.{lang}"
+        model = pair / "truecase" / f"model.{lang}"
+        assert main(["normalize", "-l", lang, str(raw), "-o", str(norm)]) == 0
+        assert main(["tokenize", "-l", lang, "--no-escape", str(norm), "-o", str(tok)]) == 0
+        assert main(["truecase", "train", "--model", str(model), str(tok)]) == 0
+        assert main(["truecase", "apply", "--model", str(model), "-o", str(tc[lang]), str(tok)]) == 0
+    assert (
+        main(
+            [
+                "bpe",
+                "learn",
+                "--input",
+                f"en={tc['en']}",
+                "--input",
+                f"fr={tc['fr']}",
+                "-s",
+                "400",
+                "--codes",
+                str(pair / "bpe" / "codes"),
+                "--vocab-dir",
+                str(pair / "bpe"),
+            ]
+        )
+        == 0
+    )
+    gold = root / "hansards_enfr_align" / "raw"
+    mirror = real_data.corpus("hansards_enfr_align")
+    assert main(["download", "hansards_enfr_align", "--dest", str(gold), "--mirror", str(mirror)]) == 0
+    files = {"pair": pair}
+    for name in ("test.orig.en", "test.orig.fr", "test.talp", "test.align", "test.en"):
+        lines = (gold / name).read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 447, name
+        files[name] = _write(root / "gold" / name, lines[:GOLD_LINES])
+    return files
+
+
+def chain(hansards: dict[str, Path], lang: str, source: Path, output: Path) -> int:
+    return main(
+        [
+            "yang2020-gold-chain",
+            "--corpus-dir",
+            str(hansards["pair"]),
+            "-l",
+            lang,
+            "--preprocess",
+            json.dumps(PREPROCESS),
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+        ]
+    )
+
+
+def test_the_hansards_gold_keeps_its_tokens_through_the_models_chain(hansards, tmp_path):
+    """Each gold line's BPE pieces, joined by hand, give back the gold's tokens one for one, as Moses'
+    normaliser writes them (« -> ") and up to case (the truecaser), and the gold-aligned set read
+    from the chained text has the talp gold's links, equal to the Berkeley copy's 0-based
+    French-first links reversed."""
+    from nmtvariants.text.moses import Normalizer
+
+    for lang in ("en", "fr"):
+        normalize = Normalizer(lang)
+        out = tmp_path / f"test.{lang}"
+        assert chain(hansards, lang, hansards[f"test.orig.{lang}"], out) == 0
+        given = hansards[f"test.orig.{lang}"].read_text(encoding="utf-8").splitlines()
+        chained = out.read_text(encoding="utf-8").splitlines()
+        assert len(chained) == len(given) == GOLD_LINES
+        assert any("@@" in line for line in chained)  # BPE did split words
+        for gold_line, bpe_line in zip(given, chained, strict=True):
+            joined = re.sub(r"@@( |$)", "", bpe_line).split()
+            expected = [normalize(t).strip().lower() for t in gold_line.split()]
+            assert [t.lower() for t in joined] == expected, gold_line
+    from nmtvariants.corpora.alignments import read_alignments
+    from nmtvariants.studies.yang2020 import gold_aligned_set
+
+    words = (hansards["test.orig.en"], hansards["test.orig.fr"])
+    test_set = gold_aligned_set(
+        tmp_path / "test.en", tmp_path / "test.fr", hansards["test.talp"], "talp", words=words
+    )
+    berkeley = read_alignments(hansards["test.align"], "berkeley", reverse=True)
+    assert test_set.gold == berkeley and sum(len(g.sure) for g in berkeley) > 0
+    counts = [len(line.split()) for line in words[0].read_text(encoding="utf-8").splitlines()]
+    assert test_set.src_word_counts == counts
+    # FR-EN: the same gold read reversed
+    reverse = gold_aligned_set(
+        tmp_path / "test.fr",
+        tmp_path / "test.en",
+        hansards["test.talp"],
+        "talp",
+        reverse=True,
+        words=words[::-1],
+    )
+    assert reverse.gold == [g.reversed() for g in test_set.gold]
+
+
+def test_a_gold_line_the_chain_cannot_reconcile_is_named(hansards, tmp_path, capsys):
+    lines = hansards["test.orig.en"].read_text(encoding="utf-8").splitlines()
+    lines[4] = lines[4].replace(" ", "(", 1)  # Moses' normaliser puts a space back before "("
+    bad = _write(tmp_path / "bad.en", lines)
+    assert chain(hansards, "en", bad, tmp_path / "out.en") == 2
+    error = capsys.readouterr().err
+    assert f"{bad}:5: the chain gives {len(lines[4].split()) + 1} words" in error
+    assert not (tmp_path / "out.en").exists()
+
+
+def test_layer_aer_on_the_hansards_gold_checks_words_and_equals_the_library(hansards, tmp_path):
+    for lang in ("en", "fr"):
+        assert chain(hansards, lang, hansards[f"test.orig.{lang}"], tmp_path / f"test.{lang}") == 0
+    bpe = [tmp_path / "test.en", tmp_path / "test.fr"]
+    vocab = Vocabulary.build([line for path in bpe for line in path.read_text(encoding="utf-8").splitlines()])
+    vocab.save(tmp_path / "vocab.txt")
+    checkpoint = save_model(tmp_path / "m.pt", "standard", len(vocab), seed=5)
+    common = [
+        "--checkpoint",
+        str(checkpoint),
+        "--vocab",
+        str(tmp_path / "vocab.txt"),
+        "--src",
+        str(bpe[0]),
+        "--tgt",
+        str(bpe[1]),
+        "--gold",
+        str(hansards["test.talp"]),
+        "--format",
+        "talp",
+        "--src-words",
+        str(hansards["test.orig.en"]),
+        "--tgt-words",
+        str(hansards["test.orig.fr"]),
+    ]
+    assert main(["yang2020-layer-aer", *common, "--output", str(tmp_path / "study.csv")]) == 0
+    assert main(["layer-aer", *common, "--output", str(tmp_path / "library.csv")]) == 0
+    study = pd.read_csv(tmp_path / "study.csv")
+    assert study.equals(pd.read_csv(tmp_path / "library.csv"))
+    english = hansards["test.orig.en"].read_text(encoding="utf-8").split()
+    assert list(study["n_source_words"]) == [len(english)] * 2  # words of the gold, not BPE pieces
+    # a word file whose line 3 lost a token: the BPE'd line 3 no longer matches it
+    lines = hansards["test.orig.fr"].read_text(encoding="utf-8").splitlines()
+    lines[2] = " ".join(lines[2].split()[:-1])
+    short = _write(tmp_path / "short.fr", lines)
+    from nmtvariants.studies.yang2020 import gold_aligned_set
+
+    with pytest.raises(InputError, match=rf"test\.fr:3: .* but {re.escape(str(short))}:3 has"):
+        gold_aligned_set(
+            bpe[0], bpe[1], hansards["test.talp"], "talp", words=(hansards["test.orig.en"], short)
+        )
+
+
+def test_the_multi30k_config_scores_the_enfr_model_on_hansards_and_shares_the_ende_baseline():
+    from nmtvariants.studies.yang2020_workflow import Yang2020Workflow
+
+    config = resolved(yaml.safe_load(MULTI30K_CONFIG.read_text(encoding="utf-8")))
+    flow = Yang2020Workflow(config)
+    assert [(s.experiment, s.variant) for s in flow.aligned] == [("m30k_yang2020_enfr", "standard")]
+    assert flow.aer_options("m30k_yang2020_enfr", "en-fr", "standard")[:2] == ["--format", "talp"]
+    assert {"table4_simplified", "layer_aer"} <= set(flow.tables)
+    assert len(flow.probed) == 3  # en-fr standard, en-de standard and simplified
+    assert "--max-sentences=2000" in flow.probe_options(flow.probed[0])  # the small preset's caps
+    assert flow.speed_sentences(flow.probed[0]) == 500
+    # the standard EN->DE run is the baseline every study's Multi30k config trains (same settings)
+    spec = config["experiments"]["m30k_yang2020_ende"]
+    baseline = {**spec, "study": "baseline", "variants": {"baseline": {}}}
+    runs = training_runs({**config, "experiments": {**config["experiments"], "m30k_other": baseline}})
+    shared = [run.users for run in runs.values() if ("m30k_other", "en-de", "baseline") in run.users]
+    assert shared == [[("m30k_yang2020_ende", "en-de", "standard"), ("m30k_other", "en-de", "baseline")]]
+    rules = rules_of(
+        plan(
+            "results/tables/yang2020/layer_aer.md",
+            "--configfile",
+            str(MULTI30K_CONFIG),
+            "--config",
+            "mirror=/nonexistent/mirror",
+        )
+    )
+    assert rules["yang2020_hansards_download"] == 1 and rules["yang2020_gold_chain"] == 2
+    assert rules["train"] == 1 and rules["yang2020_layer_aer"] == 1 and rules["yang2020_table"] == 1

@@ -4,8 +4,11 @@
 #
 #   reconstruction-probes  per standard/simplified system: a probe per decoder layer and module,
 #                          trained on the first training sentences, perplexity on the test set
-#   yang2020-layer-aer     per system, on a corpus with gold alignments (toyworld): AER and
-#                          cumulative coverage of each layer's SEM attention
+#   yang2020-layer-aer     per system, on a corpus with gold alignments (toyworld) or, for an EN-FR
+#                          pair of a corpus without them, on the Hansards gold set: AER and
+#                          cumulative coverage of each layer's SEM attention (table layer_aer)
+#   yang2020-gold-chain    the Hansards English and French (their own tokens) through the pair's
+#                          trained truecaser and BPE, with a word-count check per line
 #   yang2020-decode-speed  per (experiment, pair) with a simplified decoder: both timed in one job
 #
 # Gold alignments: toyworld's raw/{split}.en-{tgt}.align (0-based Pharaoh `i-j`, sure links only,
@@ -13,12 +16,18 @@
 # `aggressive_hyphen` (dark-blue -> dark @-@ blue; German material compounds Metall @-@ Stern: about
 # a quarter of toyworld's test pairs), and `layer-aer` counts every BPE-joined token as a word. So
 # the study's `yang2020-layer-aer` runs layer-aer's computation with words glued across `@-@`
-# (every gold link is checked against those word counts). Corpora without a gold set (GOLD in
-# nmtvariants.studies.yang2020_workflow) get no AER figures (WMT: the RWTH DE-EN gold is
-# licence-gated; see experiments/yang2020.yaml).
+# (every gold link is checked against those word counts). An EN-FR (or FR-EN) pair of a corpus
+# without its own gold (GOLD in nmtvariants.studies.yang2020_workflow) is scored on the Hansards
+# EN-FR gold (HANSARDS there; catalogue `hansards_enfr_align`, from `mirror:` first): its
+# lower-cased, tokenised text keeps its tokens (the gold indexes them) and only goes through the
+# pair's normalisation, truecaser and BPE (and hyphen split/escaping if the corpus has them), and
+# every line's word count is checked against the gold's tokens. Other corpora get no AER (WMT
+# EN-DE: the RWTH gold is licence-gated; see experiments/yang2020.yaml).
 import json
 
 from nmtvariants.studies.yang2020_workflow import (
+    HANSARDS,
+    HANSARDS_RAW,
     PROBE_FIGURES,
     TABLE_KINDS,
     Yang2020Workflow,
@@ -97,13 +106,60 @@ rule yang2020_layer_aer:
         runtime=60,
         gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
     params:
+        gold=lambda wc: YANG.aer_options(wc.experiment, wc.pair, wc.variant),
         device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
     shell:
         launch(
             "yang2020-layer-aer --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
-            " --src {input.src:q} --tgt {input.tgt:q} --gold {input.gold:q}"
+            " --src {input.src:q} --tgt {input.tgt:q} --gold {input.gold:q} {params.gold:q}"
             " --device {params.device:q} --threads {threads} --output {output:q} > {log:q} 2>&1"
         )
+
+
+rule yang2020_hansards_download:
+    output:
+        [
+            f"{HANSARDS_RAW}/{name}"
+            for name in ("test.talp", "test.orig.en", "test.orig.fr")
+        ],
+    log:
+        "logs/yang2020/hansards_download.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    params:
+        source=HANSARDS,
+        dest=HANSARDS_RAW,
+        mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
+    shell:
+        "nmtvariants download {params.source:q} --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
+
+
+rule yang2020_gold_chain:
+    input:
+        text=f"{HANSARDS_RAW}/test.orig.{{lang}}",
+        truecase="data/{corpus}/{pair}/truecase/model.{lang}",
+        codes="data/{corpus}/{pair}/bpe/codes",
+        vocab="data/{corpus}/{pair}/bpe/vocab.{lang}",
+    output:
+        f"data/{{corpus}}/{{pair}}/gold_{HANSARDS}/test.{{lang}}",
+    log:
+        f"logs/yang2020/gold_chain/{{corpus}}/{{pair}}/{HANSARDS}.{{lang}}.log",
+    conda:
+        "../../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        corpus_dir="data/{corpus}/{pair}",
+        preprocess=lambda wc: json.dumps(YANG.preprocess(wc.corpus), sort_keys=True),
+    shell:
+        "nmtvariants yang2020-gold-chain --corpus-dir {params.corpus_dir:q} -l {wildcards.lang:q}"
+        " --preprocess {params.preprocess:q} --input {input.text:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule yang2020_decode_speed:

@@ -701,11 +701,19 @@ def _hansards() -> Corpus:
     talp = _pinned(f"{_HANSARDS}/crossalign.enfr.talp", f"{_CROSSALIGN}/data/enfr.talp")
     files.append(talp)
     extracts.append(Extract("test.talp", talp.name))
+    # the same test tokens with the original punctuation (the Berkeley copy has -LRB- and '' for « in
+    # 17 English lines): what a model is fed (studies/yang2020_workflow.py)
+    bars = _pinned(f"{_HANSARDS}/crossalign.test.en-fr", f"{_CROSSALIGN}/data/test.en-fr")
+    files.append(bars)
+    extracts += [
+        Extract(f"test.orig.{lang}", bars.name, fmt="bars", column=k) for k, lang in enumerate(("en", "fr"))
+    ]
     lines = {e.output: 447 if e.output.startswith("test") else 37 for e in extracts}
     return Corpus(
         "hansards_enfr_align",
         "English-French Hansards gold word alignments (HLT-NAACL 2003 WPT; Och & Ney): 447 test + 37 trial, "
-        "S and P links (0-based f-e in .align; 1-based e-f talp in test.talp); original: "
+        "S and P links (0-based f-e in .align; 1-based e-f talp in test.talp; test.orig.* the same tokens "
+        "with original punctuation); original: "
         "http://web.eecs.umich.edu/~mihalcea/wpt/data/English-French.test.tar.gz",
         Recipe(tuple(files), tuple(extracts)),
         lines=lines,

@@ -39,11 +39,11 @@ from nmtvariants.evaluation.alignment import (
     alignment_error_rate,
     alignments_from_attention,
     cumulative_coverage,
-    word_ids_from_subwords,
 )
 from nmtvariants.fileio import PathLike, atomic_write, read_lines
 from nmtvariants.models.hooks import capture
 from nmtvariants.models.interfaces import SourceInputs
+from nmtvariants.text.subword_map import word_ids
 
 CSV_COLUMNS = (
     "layer",
@@ -80,13 +80,13 @@ class AlignmentTestSet:
         return [ids[-1] + 1 for ids in self.tgt_word_ids]
 
 
-def _bpe_lines(path: PathLike, separator: str) -> tuple[list[list[str]], list[list[int]]]:
+def _bpe_lines(path: PathLike, separator: str, hyphen: str | None) -> tuple[list[list[str]], list[list[int]]]:
     tokens: list[list[str]] = []
     for number, line in enumerate(read_lines(path), start=1):
         if not line.split():
             raise InputError(f"{path}:{number}: empty line; every gold-aligned sentence needs its words")
         tokens.append(line.split())
-    return tokens, [word_ids_from_subwords(t, separator) for t in tokens]
+    return tokens, [word_ids(t, separator, hyphen) for t in tokens]
 
 
 def _check_word_counts(bpe: PathLike, counts: Sequence[int], reference: PathLike) -> None:
@@ -111,16 +111,19 @@ def read_alignment_set(
     keep_out_of_range: bool = False,
     separator: str = "@@",
     words: tuple[PathLike, PathLike] | None = None,
+    hyphen: str | None = None,
 ) -> AlignmentTestSet:
     """Read the BPE'd texts and the gold file; InputError when they disagree on sentences or words.
 
     ``words``: the (source, target) texts in the gold's own tokenisation (``<s snum=..>`` lines
     allowed); every BPE'd line must then have exactly as many words as its gold sentence, which
     catches a preprocessing chain that re-tokenises the gold text (a shifted link can still fall
-    inside the sentence, so the range check alone cannot).
+    inside the sentence, so the range check alone cannot). ``hyphen``: the marker of Moses' hyphen
+    splitting (``@-@``) whose neighbours are glued into one word, for text tokenised with ``-a``
+    (:func:`nmtvariants.text.subword_map.word_ids`); None: every BPE-joined token is a word.
     """
-    src_tokens, src_ids = _bpe_lines(src, separator)
-    tgt_tokens, tgt_ids = _bpe_lines(tgt, separator)
+    src_tokens, src_ids = _bpe_lines(src, separator, hyphen)
+    tgt_tokens, tgt_ids = _bpe_lines(tgt, separator, hyphen)
     if len(src_tokens) != len(tgt_tokens):
         raise InputError(f"{src}: {len(src_tokens)} lines but {tgt} has {len(tgt_tokens)}")
     lengths = ([ids[-1] + 1 for ids in src_ids], [ids[-1] + 1 for ids in tgt_ids])

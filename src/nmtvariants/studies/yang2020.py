@@ -17,8 +17,10 @@ unless ``model.decoder_layers`` overrides it). From those:
 * Figure 3 (TEM, SEM, IFM and the encoder output of the standard decoder), Figure 8 (IFM's
   operations Add-NormI, FF, Add-Norm) and Figure 10 (simplified against standard): reconstruction
   perplexity per layer from the ``reconstruction-probes`` CSVs, one figure per side reconstructed;
-* Figures 4-7: AER and cumulative coverage per layer (``layer-aer``'s computation, with words glued
-  across Moses' hyphen splits: :func:`gold_aligned_set`), one line per layout and depth.
+* Figures 4-7 and the ``layer_aer`` table: AER and cumulative coverage per layer (``layer-aer``'s
+  computation, with words glued across Moses' hyphen splits: :func:`gold_aligned_set`), one line per
+  layout and depth; on a corpus's own gold set (toyworld) or on the Hansards EN-FR gold set, whose
+  text reaches the model through its own chain (:func:`chain_gold_text`).
 """
 
 from __future__ import annotations
@@ -275,6 +277,41 @@ def aer_figure_rows(metric: str, tables: Sequence[tuple[System, PathLike]]) -> l
     return rows
 
 
+AER_COLUMNS = ("layer", "aer", "precision", "recall", "coverage")
+GOLD_LABELS = {"own": "own test set", "hansards": "Hansards EN-FR"}
+
+
+def layer_aer_table(entries: Sequence[tuple[System, str, str, PathLike]]) -> pd.DataFrame:
+    """The AER-per-layer table: one row per (system, decoder layer) from ``layer-aer`` CSVs, with
+    the corpus the model was trained on and the gold set it was scored on (``own`` or ``hansards``)."""
+    rows = []
+    for system, corpus, gold, path in entries:
+        try:
+            frame = pd.read_csv(path)
+        except FileNotFoundError:
+            raise InputError(f"{path}: no layer-aer CSV; run yang2020-layer-aer first") from None
+        missing = set(AER_COLUMNS) - set(frame.columns)
+        if missing:
+            raise InputError(f"{path}: columns {', '.join(sorted(missing))} missing; re-run layer-aer")
+        for _, row in frame.iterrows():
+            rows.append(
+                {
+                    "experiment": system.experiment,
+                    "pair": system.pair,
+                    "layout": system.layout,
+                    "decoder layers": system.decoder_layers,
+                    "trained on": corpus,
+                    "gold": GOLD_LABELS.get(gold, gold),
+                    "layer": int(row["layer"]),
+                    "AER": float(row["aer"]),
+                    "precision": float(row["precision"]),
+                    "recall": float(row["recall"]),
+                    "cumulative coverage": float(row["coverage"]),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def write_rows(path: PathLike, rows: Sequence[dict[str, Any]]) -> None:
     """Rows as CSV (columns in first-row order), atomically."""
     if not rows:
@@ -288,61 +325,42 @@ def write_rows(path: PathLike, rows: Sequence[dict[str, Any]]) -> None:
 # --- the gold-aligned test set ------------------------------------------------------------------
 
 
-def hyphen_word_ids(pieces: Sequence[str], separator: str = "@@") -> list[int]:
-    """Word index of each BPE piece of a line tokenised with Moses' aggressive hyphen splitting:
-    the BPE pieces of a token are joined (``dar@@ k`` -> ``dark``), then tokens around the marker
-    ``@-@`` are glued (``dark @-@ blue`` is one word), because gold annotations index the words
-    before hyphen splitting (``Metall @-@ Stern`` -> [0, 0, 0]). A line without ``@-@`` gets the
-    plain sub-word map of ``layer-aer``."""
-    tokens = joined_tokens(pieces, separator)
-    token_of_piece, token = [], 0
-    for piece in pieces:
-        token_of_piece.append(token)
-        if not piece.endswith(separator):
-            token += 1
-    word_of_token, word, glue = [], -1, False
-    for index, text in enumerate(tokens):
-        marker = text == HYPHEN
-        if not (glue or (marker and index > 0)):
-            word += 1
-        word_of_token.append(word)
-        glue = marker
-    return [word_of_token[t] for t in token_of_piece]
+def gold_aligned_set(
+    src: PathLike,
+    tgt: PathLike,
+    gold: PathLike,
+    fmt: str = "pharaoh",
+    reverse: bool = False,
+    words: tuple[PathLike, PathLike] | None = None,
+) -> Any:
+    """``layer-aer``'s test set with words glued across Moses' hyphen splits (``dark @-@ blue`` is
+    one word, as gold annotations index the words before hyphen splitting); every gold link must
+    fall inside its sentence's words, and with ``words`` (the gold's own tokens) every line must
+    have exactly as many words (InputError naming the line otherwise)."""
+    from nmtvariants.evaluation.layer_alignment import read_alignment_set
+
+    return read_alignment_set(src, tgt, gold, fmt, reverse=reverse, words=words, hyphen=HYPHEN)
 
 
-def joined_tokens(pieces: Sequence[str], separator: str = "@@") -> list[str]:
-    """The tokens behind BPE pieces (``dar@@ k`` -> ``dark``)."""
-    tokens, current = [], ""
-    for piece in pieces:
-        if piece.endswith(separator):
-            current += piece[: -len(separator)]
-        else:
-            tokens.append(current + piece)
-            current = ""
-    return tokens + ([current] if current else [])
-
-
-def gold_aligned_set(src: PathLike, tgt: PathLike, gold: PathLike, fmt: str = "pharaoh") -> Any:
-    """``layer-aer``'s test set with words glued across hyphen splits (:func:`hyphen_word_ids`);
-    every gold link must fall inside its sentence's words (InputError naming the line otherwise)."""
-    from nmtvariants.corpora.alignments import read_alignments
-    from nmtvariants.evaluation.layer_alignment import AlignmentTestSet
+def chain_gold_text(
+    corpus_dir: PathLike, lang: str, preprocess: dict[str, Any], source: PathLike, output: PathLike
+) -> int:
+    """Run a gold set's tokenised text (e.g. the Hansards English or French) through the trained
+    chain of ``corpus_dir`` (``data/<corpus>/<pair>``: the model's own truecaser and BPE, with the
+    corpus's ``preprocess`` settings), keeping the gold's tokens: the gold indexes them, so they are
+    never re-tokenised, only normalised, escaped and hyphen-split as the corpus was. Every line's
+    pieces must map back to as many words as the line has tokens (InputError naming ``source`` and
+    the line otherwise). Returns the number of lines written to ``output``."""
     from nmtvariants.fileio import read_lines
+    from nmtvariants.text.chain import ChainSettings, TrainedChain
 
-    sides = []
-    for path in (src, tgt):
-        tokens = []
-        for number, line in enumerate(read_lines(path), start=1):
-            if not line.split():
-                raise InputError(f"{path}:{number}: empty line; every gold-aligned sentence needs its words")
-            tokens.append(line.split())
-        sides.append((tokens, [hyphen_word_ids(t) for t in tokens]))
-    (src_tokens, src_ids), (tgt_tokens, tgt_ids) = sides
-    if len(src_tokens) != len(tgt_tokens):
-        raise InputError(f"{src}: {len(src_tokens)} lines but {tgt} has {len(tgt_tokens)}")
-    lengths = ([ids[-1] + 1 for ids in src_ids], [ids[-1] + 1 for ids in tgt_ids])
-    links = read_alignments(gold, fmt, lengths=lengths)
-    return AlignmentTestSet(src_tokens, tgt_tokens, src_ids, tgt_ids, links)
+    chain = TrainedChain.from_corpus_dir(corpus_dir, lang, ChainSettings.from_preprocess(preprocess))
+    lines = list(chain.apply(read_lines(source), str(source), pretokenized=True))
+    if not lines:
+        raise InputError(f"{source}: no sentences to run through the chain")
+    with atomic_write(output) as out:
+        out.writelines(f"{line}\n" for line in lines)
+    return len(lines)
 
 
 # --- decoding speed ------------------------------------------------------------------------------

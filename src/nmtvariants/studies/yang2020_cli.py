@@ -36,7 +36,28 @@ TABLES = {
         "models timed in one job in alternating rounds (median round; rule yang2020_decode_speed). "
         "Ratios are against the standard decoder.",
     ),
+    "aer": (
+        "Yang et al. (2020) Figs. 4-7: AER of each decoder layer's SEM alignment",
+        "AER (Och & Ney 2003: sure and possible gold links; lower is better), precision, recall and "
+        "cumulative coverage of every decoder layer: encoder-attention heads averaged, under teacher "
+        "forcing, the arg-max source word for each target word (sub-words pooled, words glued across "
+        "Moses' @-@ splits).",
+    ),
 }
+# What a model was trained on, for the domain-gap note of a Hansards-scored row
+CORPUS_DOMAINS = {"multi30k": "Multi30k's image captions", "toyworld": "toyworld's synthetic scenes"}
+
+
+def hansards_note(corpora: list[str]) -> str:
+    """The caveat beside AERs on the Hansards gold set of a model trained on another domain."""
+    trained = ", ".join(CORPUS_DOMAINS.get(c, c) for c in dict.fromkeys(corpora))
+    return (
+        f" Hansards rows: the model was trained on {trained} and is scored on the 447 test sentences of "
+        "the HLT-NAACL 2003 English-French gold (Canadian parliamentary debates, lower-cased), their "
+        "own tokens run through the model's truecaser and BPE without re-tokenisation (word counts "
+        "checked per line). The domain gap between these training data and parliament is large: "
+        "these AERs measure the attention under a strong domain shift, not the paper's in-domain setting."
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +68,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     tb.add_argument(
         "--entries",
         required=True,
-        help="JSON list of {system: {...}, testset, scores[, checkpoint, train_log, decode_speed]}",
+        help="JSON list of {system: {...}, testset, scores[, checkpoint, train_log, decode_speed]}"
+        " (kind aer: {system: {...}, csv, gold, corpus})",
     )
     tb.add_argument("--out", required=True, help="markdown table; the CSV and provenance go beside it")
     tb.set_defaults(func=run_table)
@@ -86,12 +108,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     al.add_argument("--vocab", required=True)
     al.add_argument("--src", required=True, help="BPE'd source, one gold sentence per line")
     al.add_argument("--tgt", required=True, help="BPE'd target (teacher forcing)")
-    al.add_argument("--gold", required=True, help="gold links, Pharaoh i-j sure / i?j possible, 0-based")
+    al.add_argument("--gold", required=True, help="gold links (default format: Pharaoh, 0-based)")
+    al.add_argument(
+        "--format",
+        default="pharaoh",
+        choices=("pharaoh", "talp", "berkeley"),
+        help="gold format; it implies the index base (talp 1-based, the others 0-based)",
+    )
+    al.add_argument("--reverse-gold", action="store_true", help="the gold lists the target position first")
+    al.add_argument("--src-words", help="source in the gold's own tokens: check each line's word count")
+    al.add_argument("--tgt-words", help="target in the gold's own tokens (with --src-words)")
     al.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
     al.add_argument("--device", default="cpu")
     al.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     al.add_argument("--output", required=True, help="CSV, one row per decoder layer (layer-aer's columns)")
     al.set_defaults(func=run_layer_aer)
+
+    ch = subparsers.add_parser(
+        "yang2020-gold-chain",
+        help="a gold set's tokenised text through a pair's trained chain (gold tokens kept, counts checked)",
+    )
+    ch.add_argument("--corpus-dir", required=True, help="the workflow's data/<corpus>/<src>-<tgt>")
+    ch.add_argument("-l", "--lang", required=True)
+    ch.add_argument("--preprocess", required=True, help="JSON: the corpus's `preprocess` settings")
+    ch.add_argument("--input", required=True, help="the gold's text, one tokenised sentence per line")
+    ch.add_argument("--output", required=True, help="the BPE'd text, line for line")
+    ch.set_defaults(func=run_gold_chain)
 
 
 def _entries(text: str) -> list[dict[str, Any]]:
@@ -118,6 +160,15 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.studies.yang2020 import bleu_table, read_decode_speed, simplified_table, training_speed
 
     entries = _entries(args.entries)
+    title, notes = TABLES[args.kind]
+    if args.kind == "aer":
+        from nmtvariants.studies.yang2020 import layer_aer_table
+
+        hansards = [e["corpus"] for e in entries if e["gold"] == "hansards"]
+        notes += hansards_note(hansards) if hansards else ""
+        frame = layer_aer_table([(e["system"], e["corpus"], e["gold"], e["csv"]) for e in entries])
+        write_table(frame, args.out, title, notes, [e["csv"] for e in entries])
+        return 0
     rows = [(e["system"], e["testset"], e["scores"]) for e in entries]
     sources = [e["scores"] for e in entries]
     if args.kind == "simplified":
@@ -132,7 +183,6 @@ def run_table(args: argparse.Namespace) -> int:
         frame = simplified_table(rows, parameters, train_speed, decode_speed)
     else:
         frame = bleu_table(rows)
-    title, notes = TABLES[args.kind]
     write_table(frame, args.out, title, notes, list(dict.fromkeys(sources)))
     return 0
 
@@ -208,11 +258,28 @@ def run_layer_aer(args: argparse.Namespace) -> int:
         raise ConfigError(f"--batch-size must be positive, got {args.batch_size}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    test_set = gold_aligned_set(args.src, args.tgt, args.gold)
+    if (args.src_words is None) != (args.tgt_words is None):
+        raise ConfigError("yang2020-layer-aer: give both --src-words and --tgt-words or neither")
+    words = None if args.src_words is None else (args.src_words, args.tgt_words)
+    test_set = gold_aligned_set(args.src, args.tgt, args.gold, args.format, args.reverse_gold, words)
     model = load_model(args.checkpoint, map_location=args.device)
     vocab = Vocabulary.load(args.vocab)
     check_vocabulary(model, vocab, args.vocab)
     rows = layer_aer(model, vocab, test_set, args.batch_size, args.device)
     write_layer_csv(args.output, rows)
     print(" ".join(f"L{row['layer']}: aer={row['aer']:.3f} cc={row['coverage']:.3f}" for row in rows))
+    return 0
+
+
+def run_gold_chain(args: argparse.Namespace) -> int:
+    from nmtvariants.studies.yang2020 import chain_gold_text
+
+    try:
+        preprocess = json.loads(args.preprocess)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"--preprocess: not valid JSON ({error.msg} at character {error.pos})") from None
+    if not isinstance(preprocess, dict):
+        raise ConfigError("--preprocess: expected a JSON object (a corpus's `preprocess` settings)")
+    count = chain_gold_text(args.corpus_dir, args.lang, preprocess, args.input, args.output)
+    print(f"{count} lines of {args.input} through the {args.lang} chain of {args.corpus_dir}")
     return 0

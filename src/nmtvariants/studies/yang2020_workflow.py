@@ -25,19 +25,34 @@ from nmtvariants.studies.yang2020 import (
 
 # Gold word alignments per corpus (the first test set is scored): toyworld's Pharaoh files.
 GOLD = {"toyworld": "data/toyworld/raw/{testset}.{pair}.align"}
+# A corpus without its own gold but an EN-FR pair is scored on the Hansards gold set (HLT-NAACL 2003,
+# 447 sentences of Canadian parliamentary debates; catalogue `hansards_enfr_align`): the gold's own
+# tokens (`test.orig.*`: the Cross-Align copy, original punctuation) run through the pair's chain
+# (rule yang2020_gold_chain), links from `test.talp` (1-based, English first; reversed for FR-EN).
+HANSARDS = "hansards_enfr_align"
+HANSARDS_RAW = f"data/{HANSARDS}/raw"
+HANSARDS_PAIRS = {"en-fr": False, "fr-en": True}  # pair -> the gold lists the target side first
 # Probe size and caps per model preset: tiny keeps the demo's probes to seconds each; at full scale
 # the paper's probe (§3.1: one decoder layer of the model's width, trained on MT training data).
 PROBES = {
     "tiny": dict(max_sentences=300, max_epochs=3, d_model=64, heads=4, d_ff=256, batch_sentences=32),
+    # Multi30k's small models (d 128-256, 3 layers, one CPU thread): ~30 probes per model; measured
+    # ~9 s CPU per probe and epoch over 3,000 pairs (3k-entry vocabulary), so ~10-20 min per model
+    "small": dict(max_sentences=2000, max_epochs=3, d_model=128, heads=4, d_ff=512, batch_sentences=64),
     "default": dict(max_sentences=20000, max_epochs=20, d_model=512, heads=8, d_ff=2048, batch_sentences=64),
 }
-SPEED_SENTENCES = {"tiny": 100, "default": 1000}  # test sentences timed per decoder
+SPEED_SENTENCES = {"tiny": 100, "small": 500, "default": 1000}  # test sentences timed per decoder
 PROBE_FIGURES = {
     "fig3": "Fig. 3: standard decoder's modules",
     "fig8": "Fig. 8: IFM's operations",
     "fig10": "Fig. 10: simplified vs standard decoder",
 }
-TABLE_KINDS = {"table1_layouts": "layouts", "table2_depth": "depth", "table4_simplified": "simplified"}
+TABLE_KINDS = {
+    "table1_layouts": "layouts",
+    "table2_depth": "depth",
+    "table4_simplified": "simplified",
+    "layer_aer": "aer",
+}
 
 
 class Yang2020Workflow:
@@ -54,11 +69,12 @@ class Yang2020Workflow:
             for s in self.systems
             if s.default_depth and s.layout in (STANDARD, SIMPLIFIED) and s.size != "big"
         ]
-        self.aligned = [s for s in self.systems if self.corpus(s) in GOLD]
+        self.aligned = [s for s in self.systems if self.gold_set(s) is not None]
         entries = {
             "table1_layouts": self.score_entries(layout_systems(self.systems)),
             "table2_depth": self.score_entries(depth_systems(self.systems)),
             "table4_simplified": self.simplified_entries(),
+            "layer_aer": self.aer_entries(),
         }
         self.tables = {name: value for name, value in entries.items() if value}
 
@@ -112,17 +128,61 @@ class Yang2020Workflow:
     def speed_sentences(self, system: System) -> int:
         return SPEED_SENTENCES.get(system.size, SPEED_SENTENCES["default"])
 
+    def gold_set(self, system: System) -> str | None:
+        """Where a system's AER comes from: its corpus's own gold (the first test set), the Hansards
+        gold for an EN-FR pair, or None (no AER)."""
+        if self.corpus(system) in GOLD:
+            return "own"
+        return "hansards" if system.pair in HANSARDS_PAIRS else None
+
     def aer_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
-        """The model, the first test set's BPE'd pairs and their gold links."""
+        """The model, the gold-aligned BPE'd pairs and their gold links; for Hansards also the gold's
+        own tokens, against which every BPE'd line's word count is checked."""
         system = self.system(experiment, pair, variant)
-        test = self.testsets(system)[0]
+        inputs = {"checkpoint": self.checkpoint(system), "vocab": self.vocab(system)}
+        if self.gold_set(system) == "own":
+            test = self.testsets(system)[0]
+            return {
+                **inputs,
+                "src": self.bpe(system, test, "src"),
+                "tgt": self.bpe(system, test, "tgt"),
+                "gold": GOLD[self.corpus(system)].format(testset=test, pair=pair),
+            }
+        src, tgt = pair.split("-")
         return {
-            "checkpoint": self.checkpoint(system),
-            "vocab": self.vocab(system),
-            "src": self.bpe(system, test, "src"),
-            "tgt": self.bpe(system, test, "tgt"),
-            "gold": GOLD[self.corpus(system)].format(testset=test, pair=pair),
+            **inputs,
+            "src": self.gold_chained(system, src),
+            "tgt": self.gold_chained(system, tgt),
+            "gold": f"{HANSARDS_RAW}/test.talp",
+            "src_words": f"{HANSARDS_RAW}/test.orig.{src}",
+            "tgt_words": f"{HANSARDS_RAW}/test.orig.{tgt}",
         }
+
+    def aer_options(self, experiment: str, pair: str, variant: str) -> list[str]:
+        """yang2020-layer-aer's gold format flags: Pharaoh for a corpus's own gold, talp (reversed for
+        FR-EN) with the word-count check for Hansards."""
+        system = self.system(experiment, pair, variant)
+        if self.gold_set(system) == "own":
+            return []
+        inputs = self.aer_inputs(experiment, pair, variant)
+        reverse = ["--reverse-gold"] if HANSARDS_PAIRS[pair] else []
+        return [
+            "--format",
+            "talp",
+            *reverse,
+            "--src-words",
+            inputs["src_words"],
+            "--tgt-words",
+            inputs["tgt_words"],
+        ]
+
+    def gold_chained(self, system: System, lang: str) -> str:
+        """The Hansards text of ``lang`` through the chain of the system's corpus and pair."""
+        return f"data/{self.corpus(system)}/{system.pair}/gold_{HANSARDS}/test.{lang}"
+
+    def preprocess(self, corpus: str) -> dict[str, Any]:
+        """The corpus's preprocessing settings (what TrainedChain replays)."""
+        return dict(self.corpora[corpus].get("preprocess") or {})
 
     def probe_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
         """The model, and the training pairs the probes learn from and the test pairs they report on."""
@@ -182,11 +242,26 @@ class Yang2020Workflow:
                     )
         return entries
 
+    def aer_entries(self) -> list[dict[str, Any]]:
+        """The AER-per-layer table: every aligned system's layer_aer.csv, its gold set and corpus."""
+        return [
+            {
+                "system": asdict(s),
+                "csv": f"{self.folder(s)}/layer_aer.csv",
+                "gold": self.gold_set(s),
+                "corpus": self.corpus(s),
+            }
+            for s in self.aligned
+        ]
+
     def table_inputs(self, table: str) -> list[str]:
         """The files Snakemake tracks for a table (a run's train_log.csv is read beside final.pt, the
         training job's declared output)."""
         files = []
         for entry in self.tables[table]:
+            if "csv" in entry:
+                files.append(entry["csv"])
+                continue
             files.append(entry["scores"])
             if "train_log" in entry:
                 files += [

@@ -362,7 +362,9 @@ def target_pos_labels(tags: Sequence[str], bpe_line: str, where: str) -> list[st
     return [tags[word] for word in ids]
 
 
-def target_pos_lines(tag_lines: Iterable[str], bpe_lines: Iterable[str], tags: str, bpe: str) -> Iterator[str]:
+def target_pos_lines(
+    tag_lines: Iterable[str], bpe_lines: Iterable[str], tags: str, bpe: str
+) -> Iterator[str]:
     """The POS grouping file (one label per BPE token, line-parallel) of a tagged, BPE'd target text."""
     tagged, lines = list(tag_lines), list(bpe_lines)
     if len(tagged) != len(lines):

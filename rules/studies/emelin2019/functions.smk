@@ -109,7 +109,9 @@ def emelin_probe_testset(experiment):
 
 # The paper probes its BASE models: the first EN-DE experiment that is neither big nor small, else (a
 # small model on a small real corpus, experiments/multi30k_emelin2019.yaml) the first EN-DE one.
-_EMELIN_ENDE = [name for name, spec in EMELIN_EXPERIMENTS.items() if "en-de" in spec["pairs"]]
+_EMELIN_ENDE = [
+    name for name, spec in EMELIN_EXPERIMENTS.items() if "en-de" in spec["pairs"]
+]
 EMELIN_ANALYSED = next(
     (
         name
@@ -130,9 +132,7 @@ EMELIN_CONTRAWSD = next(
 # POS labels exist for toyworld only (its gold source parse and target tags); a real corpus gets the
 # frequency breakdown, and its table says that POS is not available.
 EMELIN_POS = EMELIN_ANALYSED is not None and emelin_is_toy(EMELIN_ANALYSED)
-EMELIN_NO_POS_NOTE = (
-    "No POS breakdown: this corpus has no POS annotation (toyworld's gold parse and target tags only)."
-)
+EMELIN_NO_POS_NOTE = "No POS breakdown: this corpus has no POS annotation (toyworld's gold parse and target tags only)."
 # Table 4 shows tokenised BLEU too; the real-data comparison (bootstrap.md) sacreBLEU and chrF with a
 # paired bootstrap of every variant against the baseline.
 EMELIN_VARIANTS_TABLE = EMELIN_ANALYSED is not None and emelin_scored(
@@ -199,7 +199,11 @@ def emelin_pos_annotation(wildcards):
     """The word-level POS a grouping file is projected from: the source's CoNLL-U parse, or the
     target's tags (toyworld's raw/{split}.{de,ru,fr}.pos)."""
     raw = f"data/{wildcards.corpus}/raw/{wildcards.split}.{wildcards.lang}"
-    return f"{raw}.conllu" if wildcards.lang == wildcards.pair.split("-")[0] else f"{raw}.pos"
+    return (
+        f"{raw}.conllu"
+        if wildcards.lang == wildcards.pair.split("-")[0]
+        else f"{raw}.pos"
+    )
 
 
 def emelin_bleu_systems(wildcards):

@@ -726,7 +726,9 @@ def test_the_multi30k_config_plans_the_real_data_comparison():
     assert all("--metrics bleu,chrf" in shell and "--seed 1234" in shell for shell in significance)
     probes = [job["shell"] for job in jobs if job["rule"] == "emelin2019_layer_probes"]
     assert len(probes) == 3 and all(
-        "--source-frequency data/multi30k/en-de/bpe/train.en" in shell and "-group" not in shell
+        "--source-frequency data/multi30k/en-de/bpe/train.en" in shell
+        and "-group" not in shell
+        and "--max-epochs 30" in shell
         for shell in probes
     )
     (frequency,) = [job["shell"] for job in jobs if job["rule"] == "emelin2019_probes"]

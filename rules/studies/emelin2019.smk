@@ -104,9 +104,7 @@ rule emelin2019_states:
         mem_mb=8000,
         runtime=60,
     params:
-        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
-            "max_sentences"
-        ],
+        max_sentences=lambda wc: emelin_caps(wc.experiment)["max_sentences"],
         names=[
             f"{side}.{name}"
             for side in ("encoder", "decoder")
@@ -155,7 +153,7 @@ rule emelin2019_layer_probes:
         runtime=240,
     params:
         label=lambda wc: emelin_label(wc.experiment, wc.variant),
-        max_epochs=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)]["max_epochs"],
+        max_epochs=lambda wc: emelin_caps(wc.experiment)["max_epochs"],
         groups=lambda wc, input: [
             arg
             for part, key in (("source", "pos"), ("target", "target_pos"))
@@ -222,9 +220,7 @@ rule emelin2019_gate_stats:
         runtime=60,
     params:
         label=lambda wc: emelin_label(wc.experiment, wc.variant),
-        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
-            "max_sentences"
-        ],
+        max_sentences=lambda wc: emelin_caps(wc.experiment)["max_sentences"],
     shell:
         "nmtvariants gate-stats --checkpoint {input.model:q} --vocab {input.vocab:q}"
         " --source {input.source:q} --target {input.target:q} --max-sentences {params.max_sentences:q}"

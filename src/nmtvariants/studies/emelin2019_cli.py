@@ -114,7 +114,8 @@ def run_bootstrap(args: argparse.Namespace) -> int:
         f"Each variant against `{args.baseline}` on the same test set: Δ is the variant's score minus the "
         f"baseline's, p the two-sided paired bootstrap p-value (sacreBLEU, {first['n_samples']} samples, "
         f"seed {first['seed']}). One training seed per variant: the p-values test the outputs of these runs, "
-        "not the methods; run-to-run variation of a few tenths of BLEU is not in them."
+        "not the methods; run-to-run variation of a few tenths of BLEU is not in them. The CSV beside this "
+        "table has the p-values to full precision."
     )
     write_table(frame, args.out, args.title, notes, [tables.label_of(spec)[1] for spec in args.result])
     return 0

@@ -7,15 +7,28 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
-from workflow_configs import dry_run_jobs, snakemake
+import sacrebleu
+import yaml
+from model_fixtures import single_thread
+from sacrebleu.significance import PairedTest
+from workflow_configs import REPO, dry_run_jobs, snakemake, write_config
 
+from nmtvariants.analysis.extract import side_index
+from nmtvariants.analysis.states import write_state_file
 from nmtvariants.cli import main
+from nmtvariants.data.dataset import ParallelData
+from nmtvariants.data.vocab import EOS_ID, SPECIALS, Vocabulary
 from nmtvariants.errors import InputError
+from nmtvariants.fileio import write_lines
 from nmtvariants.studies import emelin2019 as tables
 from nmtvariants.syntax.conllu import make_sentence, write_conllu
 
@@ -304,6 +317,216 @@ def test_the_pos_command_writes_one_label_per_bpe_token(tmp_path):
     assert main(["emelin2019-pos", "--conllu", str(conllu), "--bpe", str(bpe), "-o", str(out)]) == 2
 
 
+def test_target_pos_labels_follow_words_through_bpe_and_hyphen_splitting():
+    # toyworld's target tags index Moses tokens before hyphen splitting ("Stein-Ei" is one NOUN)
+    tags = ["ADV", "VERB", "DET", "ADJ", "NOUN", "PUNCT"]
+    line = "plötzlich rut@@ scht das gel@@ be St@@ ein @-@ E@@ i ."
+    assert tables.target_pos_labels(tags, line, "x") == [
+        "ADV", "VERB", "VERB", "DET", "ADJ", "ADJ", "NOUN", "NOUN", "NOUN", "NOUN", "NOUN", "PUNCT",
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="x: 6 tags but the BPE line has 8 words"):
+        tables.target_pos_labels(tags, "plötzlich rutscht das gelbe Stein - Ei .", "x")
+
+
+def test_the_pos_command_projects_target_tags(tmp_path):
+    tags, bpe, out = tmp_path / "test.de.pos", tmp_path / "test.de", tmp_path / "pos.de"
+    tags.write_text("DET NOUN VERB\nNOUN VERB\n", encoding="utf-8")
+    bpe.write_text("die kat@@ ze schl@@ äft\nhunde laufen\n", encoding="utf-8")
+    assert main(["emelin2019-pos", "--tags", str(tags), "--bpe", str(bpe), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").splitlines() == ["DET NOUN NOUN VERB VERB", "NOUN VERB"]
+    bpe.write_text("die katze schläft\n", encoding="utf-8")
+    assert main(["emelin2019-pos", "--tags", str(tags), "--bpe", str(bpe), "-o", str(out)]) == 2
+
+
+# --- the decoder's probes by target POS, end to end on hand-made states -----------------------------------
+
+TARGET_WORDS = ["der", "die", "hu@@", "nd", "katze", "läuft", "schläft"]
+
+
+def hand_made_states(path: Path, vocab: Vocabulary, targets: list[str]) -> None:
+    """Decoder states that name their input token, except that "der" and "die" share one state: a
+    probe can tell every token apart but those two, and says the more frequent one for both."""
+    data = ParallelData.from_sequences([([4, EOS_ID], vocab.encode(line)) for line in targets])
+    index = side_index(data, "decoder")
+    kind = {vocab.stoi["die"]: vocab.stoi["der"]}
+    rows = np.array([kind.get(int(token), int(token)) for token in index.tokens])
+    states = 3.0 * np.eye(len(vocab), dtype=np.float32)[rows]
+    names = {"decoder.embeddings": states, "decoder.layers.0": states[:, ::-1].copy()}
+    write_state_file(path, data, {"decoder": index}, names, {"vocab_size": len(vocab)})
+
+
+def test_the_decoder_probes_break_down_by_target_pos(tmp_path):
+    """Training sentences hold "der" twice and "die" once (every type in each, so that any validation
+    part sees them all): the probe tells every token apart but says "der" for "die". The held-out
+    target, tagged per word as toyworld tags its targets: DET die (wrong), der (right), die (wrong):
+    1/3; NOUN katze, hu@@ nd, hu@@ nd: 5/5; VERB 3/3; all 9/11, on every layer."""
+    vocab = Vocabulary([*SPECIALS, *TARGET_WORDS])
+    vocab.save(tmp_path / "vocab.txt")
+    hand_made_states(tmp_path / "train.npz", vocab, ["der hu@@ nd der katze die hu@@ nd läuft schläft"] * 40)
+    test = ["die katze läuft", "der hu@@ nd schläft", "die hu@@ nd läuft"]
+    hand_made_states(tmp_path / "test.npz", vocab, test)
+    write_lines(tmp_path / "test.de", test)
+    write_lines(tmp_path / "test.de.pos", ["DET NOUN VERB", "DET NOUN VERB", "DET NOUN VERB"])
+    pos = tmp_path / "pos.de"
+    bpe = str(tmp_path / "test.de")
+    assert (
+        main(["emelin2019-pos", "--tags", str(tmp_path / "test.de.pos"), "--bpe", bpe, "-o", str(pos)]) == 0
+    )
+    probes = tmp_path / "probes.csv"
+    args = [
+        "layer-probes",
+        "--states",
+        str(tmp_path / "train.npz"),
+        "--test-states",
+        str(tmp_path / "test.npz"),
+    ]
+    args += ["--output", str(probes), "--label", "lexical", "--target-group", f"pos={pos}"]
+    args += ["--hidden", "32", "--lr", "1e-2", "--batch-size", "32", "--max-epochs", "40", "--patience", "40"]
+    with single_thread():
+        assert main(args) == 0
+    out = tmp_path / "probes_pos.md"
+    assert main(["emelin2019-probes", "--csv", str(probes), "--group-kind", "pos", "--title", "P",
+                 "--out", str(out)]) == 0  # fmt: skip
+    table = pd.read_csv(out.with_suffix(".csv"))
+    assert list(table.columns) == ["variant", "side", "layer", "DET", "NOUN", "VERB", "all"]
+    assert table[["variant", "side", "layer"]].values.tolist() == [
+        ["lexical", "decoder", 0],
+        ["lexical", "decoder", 1],
+    ]
+    for _, row in table.iterrows():
+        assert row[["DET", "NOUN", "VERB", "all"]].tolist() == pytest.approx([1 / 3, 1.0, 1.0, 9 / 11])
+    counts = pd.read_csv(probes).query("group_kind == 'pos'").groupby("group")["count"].first().to_dict()
+    assert counts == {"DET": 3, "NOUN": 5, "VERB": 3}
+
+
+def test_the_pos_table_leaves_a_label_of_one_side_empty_on_the_other(tmp_path):
+    rows = probe_rows()
+    decoder = rows[rows["layer"] == 0].assign(side="decoder", name="decoder.l0")
+    decoder.loc[decoder["group"] == "DET", "group"] = "PRON"  # a target tag the source lacks
+    csv_path = tmp_path / "probes.csv"
+    pd.concat([rows, decoder]).to_csv(csv_path, index=False)
+    out = tmp_path / "pos.md"
+    assert main(["emelin2019-probes", "--csv", str(csv_path), "--group-kind", "pos", "--title", "P",
+                 "--out", str(out)]) == 0  # fmt: skip
+    table = pd.read_csv(out.with_suffix(".csv"))
+    assert list(table.columns) == ["variant", "side", "layer", "DET", "NOUN", "PRON", "all"]
+    decoder_rows = table[table["side"] == "decoder"]
+    assert decoder_rows["DET"].isna().all() and decoder_rows["PRON"].tolist() == [0.8, 0.8]
+    assert table[table["side"] == "encoder"]["PRON"].isna().all()
+    assert "nan" not in out.read_text(encoding="utf-8")
+
+
+# --- the real-data comparison: paired bootstrap against the baseline ---------------------------------------
+
+REFS = [
+    "Ein Mann fährt Fahrrad auf der Straße .",
+    "Zwei Hunde spielen im Schnee .",
+    "Eine Frau liest ein Buch im Park .",
+    "Kinder spielen Fußball auf einer Wiese .",
+    "Ein Mädchen isst ein Eis .",
+    "Der alte Mann sitzt auf einer Bank .",
+]
+SYSTEMS = {
+    "baseline": [
+        "Ein Mann fährt Rad auf der Straße .",
+        "Zwei Hunde spielen in Schnee .",
+        "Eine Frau liest Buch im Park .",
+        "Kinder spielen Fußball auf Wiese .",
+        "Ein Mädchen isst Eis .",
+        "Der Mann sitzt auf der Bank .",
+    ],
+    "lexical": [
+        "Ein Mann fährt Fahrrad auf der Straße .",
+        "Zwei Hunde spielen im Schnee .",
+        "Eine Frau liest Buch im Park .",
+        "Kinder spielen Ball auf Wiese .",
+        "Ein Mädchen isst Eis .",
+        "Der Mann sitzt .",
+    ],
+}
+
+
+def test_the_bootstrap_table_equals_sacrebleus_own_paired_test(tmp_path, monkeypatch):
+    """`significance` per variant and test set, then the table; against sacreBLEU's corpus scores and its
+    own PairedTest run here with the same seed (the second test set: the first three lines)."""
+    specs = []
+    for testset, lines in (("t16", slice(None)), ("t18", slice(0, 3))):
+        for name, hyps in SYSTEMS.items():
+            write_lines(tmp_path / f"{name}.{testset}.hyp", hyps[lines])
+        write_lines(tmp_path / f"ref.{testset}", REFS[lines])
+        result = tmp_path / f"lexical.{testset}.json"
+        args = ["significance", "--baseline", str(tmp_path / f"baseline.{testset}.hyp")]
+        args += [
+            "--system",
+            str(tmp_path / f"lexical.{testset}.hyp"),
+            "--ref",
+            str(tmp_path / f"ref.{testset}"),
+        ]
+        args += [
+            "-l",
+            "de",
+            "--metrics",
+            "bleu,chrf",
+            "--samples",
+            "200",
+            "--seed",
+            "7",
+            "--json",
+            str(result),
+        ]
+        assert main(args) in (0, None)
+        specs.append(f"lexical/{testset}={result}")
+    out = tmp_path / "bootstrap.md"
+    assert main(["emelin2019-bootstrap", "--result", *specs, "--title", "B", "--out", str(out)]) == 0
+    table = pd.read_csv(out.with_suffix(".csv"))
+    assert list(table.columns) == [
+        "variant", "testset", "BLEU", "Δ BLEU", "p (BLEU)", "chrF", "Δ chrF", "p (chrF)",
+    ]  # fmt: skip
+    assert table[["variant", "testset"]].values.tolist() == [
+        ["baseline", "t16"], ["baseline", "t18"], ["lexical", "t16"], ["lexical", "t18"],
+    ]  # fmt: skip
+    assert (
+        table.loc[table["variant"] == "baseline", ["Δ BLEU", "p (BLEU)", "Δ chrF", "p (chrF)"]]
+        .isna()
+        .all()
+        .all()
+    )
+    monkeypatch.setenv("SACREBLEU_SEED", "7")
+    for testset, lines in (("t16", slice(None)), ("t18", slice(0, 3))):
+        base, system, refs = SYSTEMS["baseline"][lines], SYSTEMS["lexical"][lines], [REFS[lines]]
+        _, scores = PairedTest(
+            [("baseline", base), ("lexical", system)],
+            {"BLEU": sacrebleu.BLEU(), "chrF": sacrebleu.CHRF()},
+            refs,
+            test_type="bs",
+            n_samples=200,
+        )()
+        keys = [key for key in scores if key != "System"]  # sacreBLEU's own names, in the order given
+        for key, metric, corpus in zip(
+            keys, ("BLEU", "chrF"), (sacrebleu.corpus_bleu, sacrebleu.corpus_chrf), strict=True
+        ):
+            base_row = table[(table["variant"] == "baseline") & (table["testset"] == testset)].iloc[0]
+            row = table[(table["variant"] == "lexical") & (table["testset"] == testset)].iloc[0]
+            assert base_row[metric] == pytest.approx(corpus(base, refs).score)
+            assert row[metric] == pytest.approx(corpus(system, refs).score)
+            assert row[f"Δ {metric}"] == pytest.approx(corpus(system, refs).score - corpus(base, refs).score)
+            assert row[f"p ({metric})"] == pytest.approx(scores[key][1].p_value)
+    assert "One training seed per variant" in out.read_text(encoding="utf-8")
+
+
+def test_the_bootstrap_table_needs_one_baseline_output_per_test_set():
+    def result(base: float) -> dict:
+        block = {"baseline": {"score": base}, "system": {"score": 30.0}, "delta": 30.0 - base, "p_value": 0.1}
+        return {"metrics": {"bleu": block}}
+
+    with pytest.raises(InputError, match="t: the bleu of 'baseline' differs"):
+        tables.bootstrap_table({("lexical", "t"): result(20.0), ("ff", "t"): result(21.0)})
+    with pytest.raises(InputError, match="no significance result of 'ff' on u"):
+        tables.bootstrap_table(
+            {("lexical", "t"): result(20.0), ("ff", "t"): result(20.0), ("lexical", "u"): result(20.0)}
+        )
+
+
 def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
     paths = []
     for index, record in enumerate(RECORDS):
@@ -328,6 +551,7 @@ TABLES = [
     "table1_bleu",
     "table4_variants",
     "table5_params_speed",
+    "bootstrap",
     "probes_frequency",
     "probes_pos",
     "gates",
@@ -362,7 +586,8 @@ DECODING = {"translate", "postprocess", "evaluate"}
             {"train": 3, "emelin2019_count_params": 3},
             DECODING | {"average"} | ANALYSIS,
         ),
-        # probes: states of the three averaged models, POS from the parse, nothing decoded
+        # probes: states of the three averaged models, source POS from the parse and target POS from
+        # toyworld's tags, nothing decoded
         (
             "probes_pos",
             {
@@ -370,9 +595,15 @@ DECODING = {"translate", "postprocess", "evaluate"}
                 "average": 3,
                 "emelin2019_states": 3,
                 "emelin2019_layer_probes": 3,
-                "emelin2019_pos": 1,
+                "emelin2019_pos": 2,
             },
             DECODING | CONTRAWSD | {"emelin2019_similarity"},
+        ),
+        # the paired bootstrap: each shortcut run's translation against the baseline's, no analysis
+        (
+            "bootstrap",
+            {"train": 3, "translate": 3, "emelin2019_significance": 2},
+            ANALYSIS | CONTRAWSD | {"evaluate"},
         ),
         # gates: the two shortcut runs only
         ("gates", {"train": 2, "emelin2019_gate_stats": 2}, DECODING | {"emelin2019_states"}),
@@ -388,7 +619,9 @@ def test_each_table_plans_only_what_it_needs(table, needed, not_needed):
     counts = planned(f"results/tables/emelin2019/{table}.md")
     assert {rule: counts.get(rule, 0) for rule in needed} == needed
     assert not_needed.isdisjoint(counts), sorted(not_needed & set(counts))
-    others = {f"emelin2019_{name}" for name in ("bleu", "variants", "params_speed", "probes", "gates")}
+    others = {
+        f"emelin2019_{name}" for name in ("bleu", "variants", "params_speed", "bootstrap", "probes", "gates")
+    }
     assert sum(counts.get(rule, 0) for rule in others | {"emelin2019_contrawsd_table"}) == 1
     assert "report" not in counts and "figure" not in counts
 
@@ -436,3 +669,103 @@ def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
     learned = {job["output"].split("/")[1]: job["shell"] for job in jobs if job["rule"] == "bpe_learn"}
     assert "-s 89500" in learned["wmt18_encs"] and "-s 89500" in learned["wmt18_enfi"]
     assert "--translit ru" in learned["wmt17_enru"] and "-s 32000" in learned["wmt14_ende"]
+
+
+def test_the_probes_read_both_pos_files_in_the_default_run():
+    jobs = dry_run_jobs(snakemake("-n", "-p", "--forceall", "results/tables/emelin2019/probes_pos.md").stdout)
+    (lexical,) = [
+        job for job in jobs if job["rule"] == "emelin2019_layer_probes" and "/lexical/" in job["output"]
+    ]
+    assert "--source-group pos=data/toyworld/en-de/pos/test.en" in lexical["shell"]
+    assert "--target-group pos=data/toyworld/en-de/pos/test.de" in lexical["shell"]
+    pos = {job["output"]: job["shell"] for job in jobs if job["rule"] == "emelin2019_pos"}
+    assert "--tags data/toyworld/raw/test.de.pos" in pos["data/toyworld/en-de/pos/test.de"]
+    assert "--conllu data/toyworld/raw/test.en.conllu" in pos["data/toyworld/en-de/pos/test.en"]
+
+
+def test_adding_en_ru_to_the_default_experiment_gives_table_2_through_the_iso9_bpe(tmp_path):
+    spec = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["experiments"]["emelin2019"]
+    config = write_config(
+        tmp_path / "config.yaml", {"experiments": {"emelin2019": {**spec, "pairs": ["en-de", "en-ru"]}}}
+    )
+    result = snakemake("-n", "-p", "--forceall", "emelin2019", "--configfile", str(config))
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = dry_run_jobs(result.stdout)
+    (table2,) = [job for job in jobs if job["rule"] == "emelin2019_bleu" and "table2_pairs" in job["output"]]
+    assert table2["input"].split(", ") == [
+        f"results/emelin2019/en-ru/{variant}/test.scores.json" for variant in spec["variants"]
+    ]
+    (learn,) = [job for job in jobs if job["rule"] == "bpe_learn" and "/en-ru/" in job["output"]]
+    assert "--translit ru" in learn["shell"]
+    trained = {job["output"].split("/")[2] for job in jobs if job["rule"] == "train"}
+    assert len(trained) == 6  # three variants per pair
+    # Table 1, the analyses and Table 5 stay EN-DE
+    (table1,) = [job for job in jobs if job["rule"] == "emelin2019_bleu" and "table1_bleu" in job["output"]]
+    assert "/en-ru/" not in table1["input"]
+    assert not [
+        job for job in jobs if job["rule"].startswith("emelin2019_") and "/en-ru/" in job.get("output", "")
+    ]
+
+
+def test_the_multi30k_config_plans_the_real_data_comparison():
+    result = snakemake(
+        "-n", "-p", "--forceall", "emelin2019", "--configfile", "experiments/multi30k_emelin2019.yaml",
+        "--config", "mirror=/work/shared/data",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = dry_run_jobs(result.stdout)
+    (study,) = [job for job in jobs if job["rule"] == "emelin2019"]
+    assert sorted(study["input"].split(", ")) == sorted(
+        [f"results/tables/emelin2019/{name}.md" for name in
+         ("m30k_emelin2019", "table5_params_speed", "bootstrap", "probes_frequency", "gates")]
+        + [f"results/figures/emelin2019/{figure}.png" for figure in FIGURES]
+    )  # fmt: skip
+    tests = {(job["wildcards"]) for job in jobs if job["rule"] == "emelin2019_significance"}
+    assert len(tests) == 4 and all("testset=test_201" in wildcards for wildcards in tests)
+    significance = [job["shell"] for job in jobs if job["rule"] == "emelin2019_significance"]
+    assert all("--metrics bleu,chrf" in shell and "--seed 1234" in shell for shell in significance)
+    probes = [job["shell"] for job in jobs if job["rule"] == "emelin2019_layer_probes"]
+    assert len(probes) == 3 and all(
+        "--source-frequency data/multi30k/en-de/bpe/train.en" in shell
+        and "-group" not in shell
+        and "--max-epochs 30" in shell
+        for shell in probes
+    )
+    (frequency,) = [job["shell"] for job in jobs if job["rule"] == "emelin2019_probes"]
+    assert "No POS breakdown" in frequency
+    assert {job["rule"] for job in jobs} & {
+        "emelin2019_pos",
+        "emelin2019_variants",
+        "emelin2019_bleu",
+    } == set()
+    # one content-addressed run per variant, the baseline's the same as multi30k.yaml's shared settings
+    assert sum(job["rule"] == "train" for job in jobs) == 3
+
+
+# --- the speed benchmark (a smoke run; the figures themselves come from a quiet machine) ----------------
+
+
+@pytest.mark.slow
+def test_the_shortcuts_speed_benchmark_smoke_run(tmp_path):
+    """`--quick`: one round of the three models on the same batch stream; the ratios are the per-round
+    speeds divided by hand, the paper's beside them."""
+    out = tmp_path / "speed"
+    command = [sys.executable, str(REPO / "benchmarks" / "shortcuts_speed.py"), "--quick", "--preset", "tiny"]
+    command += ["--threads", "1", "--scratch", str(tmp_path / "scratch"), "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    (runs,) = record["rounds"]
+    assert set(runs) == {"baseline", "lexical", "feature_fusion"}
+    assert len({run["tgt_tokens"] for run in runs.values()}) == 1  # the same batches for all three
+    assert all(run["updates_measured"] == 2 for run in runs.values())
+    params = record["summary"]["parameters"]
+    assert params["baseline"] < params["lexical"] < params["feature_fusion"]
+    for variant, paper in (("lexical", 0.89), ("feature_fusion", 0.79)):
+        ratio = record["summary"]["ratios"][variant]
+        assert ratio["paper"] == paper
+        expected = runs[variant]["train_tok_per_s"] / runs["baseline"]["train_tok_per_s"]
+        assert ratio["train_tok_per_s"]["median"] == pytest.approx(expected)
+    text = out.with_suffix(".md").read_text(encoding="utf-8")
+    assert "| lexical |" in text and "0.89" in text and "Smoke run" in text

@@ -3,19 +3,24 @@
 # rules/tables.smk). The commands and table builders live in src/nmtvariants/studies/emelin2019*.py.
 #
 #   Table 1   results/tables/emelin2019/table1_bleu.md     EN-DE: tok. BLEU and sacreBLEU per test set, mean
-#   Table 2   results/tables/emelin2019/table2_pairs.md    the other pairs (registered when there are any)
+#   Table 2   results/tables/emelin2019/table2_pairs.md    the other pairs (registered when there are any:
+#             add en-ru to the default experiment's pairs for EN-RU through the ISO 9 BPE path)
 #   Table 3   results/tables/emelin2019/table3_small.md    small EN-DE models (when a `small` experiment exists)
 #   Table 4   results/tables/emelin2019/table4_variants.md the analysed experiment's variants: mean BLEU, Δ
+#             (Tables 1-4 take the experiments evaluated with both bleu and tok-bleu)
 #   Table 5   results/tables/emelin2019/table5_params_speed.md  parameters, training speed vs the baseline
-#   probes    results/tables/emelin2019/probes_frequency.md (and probes_pos.md: source POS, where parsed)
+#   bootstrap results/tables/emelin2019/bootstrap.md       sacreBLEU and chrF per test set, Δ and paired
+#             bootstrap p-value of every variant against the baseline (the real-data comparison)
+#   probes    results/tables/emelin2019/probes_frequency.md (and probes_pos.md where POS exists: source POS
+#             for the encoder layers, target POS for the decoder layers; toyworld only)
 #   gates     results/tables/emelin2019/gates.md           shortcut gate activations per layer
 #   ContraWSD results/tables/emelin2019/contrawsd.md       accuracy overall, per sense, per frequency class
 #   Figs 3-4, 6-7  results/figures/emelin2019/{probes,similarity}_{encoder,decoder}.png (Fig. 5, validation
 #             BLEU of the encoder-/decoder-only ablations, is not drawn: their test BLEU is in Table 4)
 #
-# The analyses (probes, similarity, gates) run on the EN-DE pair of the first emelin2019 experiment that is
-# neither `big` nor `small` (the paper probes its transformer-BASE models), from each run's checkpoint
-# average; ContraWSD runs on the first experiment and pair that has a ContraWSD set: toyworld's generated
+# The analyses (probes, similarity, gates, bootstrap) run on the EN-DE pair of the first emelin2019
+# experiment that is neither `big` nor `small` (the paper probes its transformer-BASE models), else of the
+# first EN-DE one (experiments/multi30k_emelin2019.yaml), from each run's checkpoint average; ContraWSD runs on the first experiment and pair that has a ContraWSD set: toyworld's generated
 # en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
 
 
@@ -29,8 +34,11 @@ if EMELIN_EXPERIMENTS:
         register_table(EMELIN, f"{EMELIN_TABLES}/{_name}.md")
     if emelin_systems(["en-de"]):
         register_table(EMELIN, f"{EMELIN_TABLES}/table5_params_speed.md")
-    if EMELIN_ANALYSED:
+    if EMELIN_VARIANTS_TABLE:
         register_table(EMELIN, f"{EMELIN_TABLES}/table4_variants.md")
+    if EMELIN_BOOTSTRAP:
+        register_table(EMELIN, f"{EMELIN_TABLES}/bootstrap.md")
+    if EMELIN_ANALYSED:
         register_table(EMELIN, f"{EMELIN_TABLES}/probes_frequency.md")
         if EMELIN_POS:
             register_table(EMELIN, f"{EMELIN_TABLES}/probes_pos.md")
@@ -60,6 +68,7 @@ if EMELIN_EXPERIMENTS:
 localrules:
     emelin2019_bleu,
     emelin2019_variants,
+    emelin2019_bootstrap,
     emelin2019_params_speed,
     emelin2019_probes,
     emelin2019_gates,
@@ -95,9 +104,7 @@ rule emelin2019_states:
         mem_mb=8000,
         runtime=60,
     params:
-        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
-            "max_sentences"
-        ],
+        max_sentences=lambda wc: emelin_caps(wc.experiment)["max_sentences"],
         names=[
             f"{side}.{name}"
             for side in ("encoder", "decoder")
@@ -110,8 +117,9 @@ rule emelin2019_states:
 
 
 rule emelin2019_pos:
+    # one UPOS per BPE token: the source's from its CoNLL-U parse, the target's from its word tags
     input:
-        conllu="data/{corpus}/raw/{split}.{lang}.conllu",
+        annotation=emelin_pos_annotation,
         bpe="data/{corpus}/{pair}/bpe/{split}.{lang}",
     output:
         "data/{corpus}/{pair}/pos/{split}.{lang}",
@@ -123,8 +131,11 @@ rule emelin2019_pos:
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        kind=lambda wc: "--conllu" if wc.lang == wc.pair.split("-")[0] else "--tags",
     shell:
-        "nmtvariants emelin2019-pos --conllu {input.conllu:q} --bpe {input.bpe:q} -o {output:q} > {log:q} 2>&1"
+        "nmtvariants emelin2019-pos {params.kind} {input.annotation:q} --bpe {input.bpe:q} -o {output:q}"
+        " > {log:q} 2>&1"
 
 
 rule emelin2019_layer_probes:
@@ -142,10 +153,13 @@ rule emelin2019_layer_probes:
         runtime=240,
     params:
         label=lambda wc: emelin_label(wc.experiment, wc.variant),
-        max_epochs=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)]["max_epochs"],
-        groups=lambda wc, input: (
-            ["--source-group", f"pos={input.pos}"] if "pos" in input.keys() else []
-        ),
+        max_epochs=lambda wc: emelin_caps(wc.experiment)["max_epochs"],
+        groups=lambda wc, input: [
+            arg
+            for part, key in (("source", "pos"), ("target", "target_pos"))
+            if key in input.keys()
+            for arg in (f"--{part}-group", f"pos={input[key]}")
+        ],
     shell:
         "nmtvariants layer-probes --states {input.states:q} --label {params.label:q}"
         " --max-epochs {params.max_epochs:q} --vocab {input.vocab:q}"
@@ -206,9 +220,7 @@ rule emelin2019_gate_stats:
         runtime=60,
     params:
         label=lambda wc: emelin_label(wc.experiment, wc.variant),
-        max_sentences=lambda wc: EMELIN_CAPS[emelin_is_toy(wc.experiment)][
-            "max_sentences"
-        ],
+        max_sentences=lambda wc: emelin_caps(wc.experiment)["max_sentences"],
     shell:
         "nmtvariants gate-stats --checkpoint {input.model:q} --vocab {input.vocab:q}"
         " --source {input.source:q} --target {input.target:q} --max-sentences {params.max_sentences:q}"
@@ -339,6 +351,37 @@ rule emelin2019_contrawsd:
         " --out-json {output.json:q} --out-csv {output.csv:q} > {log:q} 2>&1"
 
 
+# --- the real-data comparison: paired bootstrap against the baseline ----------------------------------
+
+
+rule emelin2019_significance:
+    input:
+        baseline="results/{experiment}/{pair}/baseline/{testset}.hyp",
+        system="results/{experiment}/{pair}/{variant}/{testset}.hyp",
+        ref=lambda wc: f"data/{EMELIN_EXPERIMENTS[wc.experiment]['corpus']}/raw/{wc.testset}.{wc.pair.split('-')[1]}",
+    output:
+        "results/{experiment}/{pair}/{variant}/analysis/{testset}.bootstrap.json",
+    log:
+        "logs/emelin2019/significance/{experiment}/{pair}/{variant}/{testset}.log",
+    wildcard_constraints:
+        experiment="|".join(map(re.escape, EMELIN_EXPERIMENTS)) or "(?!)",
+    conda:
+        "../../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        lang=lambda wc: wc.pair.split("-")[1],
+        metrics=",".join(EMELIN_BOOTSTRAP_METRICS),
+        samples=EMELIN_BOOTSTRAP_SAMPLES,
+        seed=config["seed"],
+    shell:
+        "nmtvariants significance --baseline {input.baseline:q} --system {input.system:q} --ref {input.ref:q}"
+        " -l {params.lang:q} --metrics {params.metrics:q} --samples {params.samples:q}"
+        " --seed {params.seed:q} --json {output:q} > {log:q} 2>&1"
+
+
 # --- tables and figures --------------------------------------------------------------------------------
 
 
@@ -394,6 +437,29 @@ rule emelin2019_variants:
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 
+rule emelin2019_bootstrap:
+    input:
+        lambda wc: list(emelin_bootstrap_results().values()),
+    output:
+        md=f"{EMELIN_TABLES}/bootstrap.md",
+        csv=f"{EMELIN_TABLES}/bootstrap.csv",
+        provenance=f"{EMELIN_TABLES}/bootstrap.provenance.json",
+    log:
+        f"logs/tables/{EMELIN}/bootstrap.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        results=lambda wc: emelin_labelled(emelin_bootstrap_results()),
+        title=lambda wc: f"sacreBLEU and chrF against the baseline ({EMELIN_ANALYSED}, EN-DE)",
+    shell:
+        "nmtvariants emelin2019-bootstrap --result {params.results:q} --title {params.title:q}"
+        " --out {output.md:q} > {log:q} 2>&1"
+
+
 rule emelin2019_params_speed:
     input:
         counts=lambda wc: [count for count, _ in emelin_speed_runs().values()],
@@ -444,9 +510,18 @@ rule emelin2019_probes:
         runtime=10,
     params:
         kind=lambda wc: {"frequency": "frequency_bin", "pos": "pos"}[wc.breakdown],
-        title=lambda wc: f"Lexical probes by layer and {'frequency bin' if wc.breakdown == 'frequency' else 'source POS'}",
+        title=lambda wc: (
+            "Lexical probes by layer and frequency bin"
+            if wc.breakdown == "frequency"
+            else "Lexical probes by layer and POS (encoder: source POS, decoder: target POS)"
+        ),
+        note=lambda wc: (
+            ["--note", EMELIN_NO_POS_NOTE]
+            if wc.breakdown == "frequency" and not EMELIN_POS
+            else []
+        ),
     shell:
-        "nmtvariants emelin2019-probes --csv {input:q} --group-kind {params.kind:q}"
+        "nmtvariants emelin2019-probes --csv {input:q} --group-kind {params.kind:q} {params.note:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 

@@ -11,10 +11,13 @@ EMELIN_EXPERIMENTS = {
 }
 EMELIN_CONTRAWSD_DEEN = "data/contrawsd_deen/raw/contrawsd.json"
 # At toy scale the probes see a few hundred test sentences and stop within 30 epochs (the demo budget);
-# at full scale the first 5,000 test sentences, the authors' 100 epochs.
+# small models on a small real corpus (Multi30k: 1,000 test sentences, a vocabulary of ~10k, 24 probes
+# on one core) the whole test set within 30 epochs; at full scale the first 5,000 test sentences, the
+# authors' 100 epochs. Every probe stops earlier when its validation accuracy stalls (patience 5).
 EMELIN_CAPS = {
-    True: {"max_sentences": 300, "max_epochs": 30},
-    False: {"max_sentences": 5000, "max_epochs": 100},
+    "toy": {"max_sentences": 300, "max_epochs": 30},
+    "small": {"max_sentences": 1000, "max_epochs": 30},
+    "full": {"max_sentences": 5000, "max_epochs": 100},
 }
 
 
@@ -22,13 +25,29 @@ def emelin_is_toy(experiment):
     return CORPORA[EMELIN_EXPERIMENTS[experiment]["corpus"]]["source"] == "toyworld"
 
 
-def emelin_systems(pairs=None, exclude_pairs=(), presets=None, exclude_presets=()):
-    """(experiment, pair, variant) of the study's experiments, in config order, filtered."""
+def emelin_caps(experiment):
+    if emelin_is_toy(experiment):
+        return EMELIN_CAPS["toy"]
+    small = EMELIN_EXPERIMENTS[experiment]["model"]["preset"] in ("tiny", "small")
+    return EMELIN_CAPS["small" if small else "full"]
+
+
+def emelin_scored(experiment, *metrics):
+    """Whether the experiment's evaluation computes every one of ``metrics``."""
+    return set(metrics) <= set(EMELIN_EXPERIMENTS[experiment]["evaluate"]["metrics"])
+
+
+def emelin_systems(
+    pairs=None, exclude_pairs=(), presets=None, exclude_presets=(), metrics=()
+):
+    """(experiment, pair, variant) of the study's experiments, in config order, filtered (``metrics``:
+    only experiments evaluated with all of them)."""
     return [
         (name, pair, variant)
         for name, spec in EMELIN_EXPERIMENTS.items()
         if (presets is None or spec["model"]["preset"] in presets)
         and spec["model"]["preset"] not in exclude_presets
+        and emelin_scored(name, *metrics)
         for pair in spec["pairs"]
         if (pairs is None or pair in pairs) and pair not in exclude_pairs
         for variant in spec["variants"]
@@ -36,6 +55,8 @@ def emelin_systems(pairs=None, exclude_pairs=(), presets=None, exclude_presets=(
 
 
 # The BLEU tables: name -> (title, pairs, pairs left out, presets, presets left out), those with rows.
+# They show tokenised BLEU beside sacreBLEU, so they take the experiments evaluated with both.
+EMELIN_BLEU_METRICS = ("bleu", "tok-bleu")
 EMELIN_BLEU_TABLES = {
     name: (title, *selection)
     for name, (title, *selection) in {
@@ -55,7 +76,7 @@ EMELIN_BLEU_TABLES = {
         ),
         "table3_small": ("Table 3: small EN-DE models", ["en-de"], [], ["small"], []),
     }.items()
-    if emelin_systems(*selection)
+    if emelin_systems(*selection, metrics=EMELIN_BLEU_METRICS)
 }
 
 
@@ -96,13 +117,18 @@ def emelin_probe_testset(experiment):
     return EMELIN_EXPERIMENTS[experiment]["evaluate"]["testsets"][0]
 
 
+# The paper probes its BASE models: the first EN-DE experiment that is neither big nor small, else (a
+# small model on a small real corpus, experiments/multi30k_emelin2019.yaml) the first EN-DE one.
+_EMELIN_ENDE = [
+    name for name, spec in EMELIN_EXPERIMENTS.items() if "en-de" in spec["pairs"]
+]
 EMELIN_ANALYSED = next(
     (
         name
-        for name, spec in EMELIN_EXPERIMENTS.items()
-        if "en-de" in spec["pairs"] and spec["model"]["preset"] not in ("big", "small")
+        for name in _EMELIN_ENDE
+        if EMELIN_EXPERIMENTS[name]["model"]["preset"] not in ("big", "small")
     ),
-    None,
+    _EMELIN_ENDE[0] if _EMELIN_ENDE else None,
 )
 EMELIN_CONTRAWSD = next(
     (
@@ -113,7 +139,34 @@ EMELIN_CONTRAWSD = next(
     ),
     None,
 )
+# POS labels exist for toyworld only (its gold source parse and target tags); a real corpus gets the
+# frequency breakdown, and its table says that POS is not available.
 EMELIN_POS = EMELIN_ANALYSED is not None and emelin_is_toy(EMELIN_ANALYSED)
+EMELIN_NO_POS_NOTE = "No POS breakdown: this corpus has no POS annotation (toyworld's gold parse and target tags only)."
+# Table 4 shows tokenised BLEU too; the real-data comparison (bootstrap.md) sacreBLEU and chrF with a
+# paired bootstrap of every variant against the baseline.
+EMELIN_VARIANTS_TABLE = EMELIN_ANALYSED is not None and emelin_scored(
+    EMELIN_ANALYSED, *EMELIN_BLEU_METRICS
+)
+EMELIN_BOOTSTRAP_METRICS = ("bleu", "chrf")
+EMELIN_BOOTSTRAP_SAMPLES = 1000
+EMELIN_BOOTSTRAP = (
+    EMELIN_ANALYSED is not None
+    and emelin_scored(EMELIN_ANALYSED, *EMELIN_BOOTSTRAP_METRICS)
+    and "baseline" in EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"]
+    and len(EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"]) > 1
+)
+
+
+def emelin_bootstrap_results():
+    """VARIANT/TESTSET -> significance JSON of every non-baseline variant of the analysed experiment."""
+    spec = EMELIN_EXPERIMENTS[EMELIN_ANALYSED]
+    return {
+        f"{variant}/{testset}": f"results/{EMELIN_ANALYSED}/en-de/{variant}/analysis/{testset}.bootstrap.json"
+        for variant in spec["variants"]
+        if variant != "baseline"
+        for testset in spec["evaluate"]["testsets"]
+    }
 
 
 def emelin_analysis(kind, shortcuts_only=False):
@@ -148,12 +201,24 @@ def emelin_probe_inputs(wildcards):
         corpus = EMELIN_EXPERIMENTS[wildcards.experiment]["corpus"]
         testset = emelin_probe_testset(wildcards.experiment)
         inputs["pos"] = f"data/{corpus}/{wildcards.pair}/pos/{testset}.{src}"
+        inputs["target_pos"] = f"data/{corpus}/{wildcards.pair}/pos/{testset}.{tgt}"
     return inputs
+
+
+def emelin_pos_annotation(wildcards):
+    """The word-level POS a grouping file is projected from: the source's CoNLL-U parse, or the
+    target's tags (toyworld's raw/{split}.{de,ru,fr}.pos)."""
+    raw = f"data/{wildcards.corpus}/raw/{wildcards.split}.{wildcards.lang}"
+    return (
+        f"{raw}.conllu"
+        if wildcards.lang == wildcards.pair.split("-")[0]
+        else f"{raw}.pos"
+    )
 
 
 def emelin_bleu_systems(wildcards):
     _, pairs, exclude, presets, excluded = EMELIN_BLEU_TABLES[wildcards.table]
-    return emelin_systems(pairs, exclude, presets, excluded)
+    return emelin_systems(pairs, exclude, presets, excluded, EMELIN_BLEU_METRICS)
 
 
 def emelin_variant_systems():

@@ -8,11 +8,14 @@ the JSON of ``contrawsd`` -- and returns one DataFrame, the rows of one table:
   one block per pair (Table 1 is EN-DE, Table 2 the other pairs).
 * Table 4 (:func:`variants_table`): each shortcut variant's mean BLEU and its difference to the baseline.
 * Table 5 (:func:`params_speed_table`): parameters and training speed relative to the baseline.
+* The real-data comparison (:func:`bootstrap_table`): sacreBLEU and chrF per test set, each variant's
+  difference to the baseline and its paired-bootstrap p-value (from ``nmtvariants significance``).
 * The probe breakdowns (:func:`probe_breakdown`), the figure curves (:func:`layer_curves`), the gate
   statistics (:func:`gate_table`) and ContraWSD accuracy (:func:`contrawsd_table`).
 
-Also :func:`pos_labels`, the source POS of every BPE token (the probes' POS breakdown), projected from a
-CoNLL-U parse of the tokenised text.
+Also the POS of every BPE token (the probes' POS breakdown): :func:`pos_labels` projects the source POS
+from a CoNLL-U parse of the tokenised text, :func:`target_pos_labels` the target POS from word-level tags
+(toyworld's ``raw/{split}.{de,ru,fr}.pos``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.syntax.conllu import Sentence
 from nmtvariants.syntax.dep_labels import bpe_word_spans, head_word, surface_tokens
+from nmtvariants.text.subword_map import word_ids
 from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
 MEAN = "mean"
@@ -125,6 +129,68 @@ def variants_table(
             )
     columns = ["experiment", "pair", "variant", "shortcuts", TOK_BLEU, BLEU, "Δ BLEU"]
     return pd.DataFrame(rows, columns=columns)
+
+
+# --- the real-data comparison: sacreBLEU and chrF with a paired bootstrap against the baseline -----------
+
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "chrf++": "chrF++", "ter": "TER"}
+
+
+def bootstrap_table(
+    results: Mapping[tuple[str, str], Mapping[str, Any]], baseline: str = "baseline"
+) -> pd.DataFrame:
+    """Rows ``variant, testset`` and per metric its score, the difference to ``baseline`` and the p-value,
+    from the JSONs of ``nmtvariants significance`` keyed by (variant, test set); each holds the baseline's
+    and the variant's scores on that test set. The baseline's rows come first (no difference, no p-value)
+    and must agree across the variants' JSONs, which compare with the same baseline output."""
+    if not results:
+        raise InputError("bootstrap table: no significance results")
+    metrics = list(next(iter(results.values()))["metrics"])
+    testsets = list(dict.fromkeys(testset for _, testset in results))
+    variants = list(dict.fromkeys(variant for variant, _ in results))
+    if baseline in variants:
+        raise InputError(f"bootstrap table: {baseline!r} is the reference, not a variant to test")
+    rows = []
+    for testset in testsets:
+        base_scores: dict[str, float] = {}
+        for variant in variants:
+            if (variant, testset) not in results:
+                raise InputError(f"bootstrap table: no significance result of {variant!r} on {testset}")
+            found = results[variant, testset]["metrics"]
+            if list(found) != metrics:
+                raise InputError(
+                    f"bootstrap table: {variant!r} on {testset} tests {list(found)}, the others {metrics}"
+                )
+            for metric in metrics:
+                score = float(found[metric]["baseline"]["score"])
+                if abs(base_scores.setdefault(metric, score) - score) > 1e-9:
+                    raise InputError(
+                        f"bootstrap table, {testset}: the {metric} of {baseline!r} differs between the "
+                        "variants' results; test every variant against the same baseline output"
+                    )
+        rows.append({"variant": baseline, "testset": testset, **_bootstrap_cells(metrics, base_scores)})
+    for variant in variants:
+        for testset in testsets:
+            found = results[variant, testset]["metrics"]
+            scores = {metric: float(found[metric]["system"]["score"]) for metric in metrics}
+            rows.append({"variant": variant, "testset": testset, **_bootstrap_cells(metrics, scores, found)})
+    columns = ["variant", "testset"]
+    for metric in metrics:
+        name = METRIC_NAMES.get(metric, metric)
+        columns += [name, f"Δ {name}", f"p ({name})"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _bootstrap_cells(
+    metrics: Sequence[str], scores: Mapping[str, float], tested: Mapping[str, Any] | None = None
+) -> dict[str, float | None]:
+    cells: dict[str, float | None] = {}
+    for metric in metrics:
+        name = METRIC_NAMES.get(metric, metric)
+        cells[name] = scores[metric]
+        cells[f"Δ {name}"] = None if tested is None else float(tested[metric]["delta"])
+        cells[f"p ({name})"] = None if tested is None else float(tested[metric]["p_value"])
+    return cells
 
 
 # --- Table 5: parameters and training speed ---------------------------------------------------------
@@ -279,6 +345,32 @@ def pos_lines(
         raise InputError(f"{conllu} has {len(parsed)} sentences but {bpe} has {len(lines)} lines")
     for number, (sentence, line) in enumerate(zip(parsed, lines, strict=True), start=1):
         yield " ".join(pos_labels(sentence, line, f"{bpe}:{number} vs {conllu}:{sentence.line}"))
+
+
+def target_pos_labels(tags: Sequence[str], bpe_line: str, where: str) -> list[str]:
+    """One UPOS per BPE token from the tags of the line's words (toyworld's target ``.pos``: one tag per
+    Moses token before hyphen splitting): every piece takes its word's tag, ``@-@`` and the pieces it
+    glues included (:func:`nmtvariants.text.subword_map.word_ids`)."""
+    pieces = bpe_line.split()
+    ids = word_ids(pieces)
+    words = ids[-1] + 1 if ids else 0
+    if words != len(tags):
+        raise InputError(
+            f"{where}: {len(tags)} tags but the BPE line has {words} words; "
+            "give the tags of the same sentences, one per Moses token"
+        )
+    return [tags[word] for word in ids]
+
+
+def target_pos_lines(
+    tag_lines: Iterable[str], bpe_lines: Iterable[str], tags: str, bpe: str
+) -> Iterator[str]:
+    """The POS grouping file (one label per BPE token, line-parallel) of a tagged, BPE'd target text."""
+    tagged, lines = list(tag_lines), list(bpe_lines)
+    if len(tagged) != len(lines):
+        raise InputError(f"{tags} has {len(tagged)} lines but {bpe} has {len(lines)}")
+    for number, (line_tags, line) in enumerate(zip(tagged, lines, strict=True), start=1):
+        yield " ".join(target_pos_labels(line_tags.split(), line, f"{bpe}:{number} vs {tags}:{number}"))
 
 
 def label_of(spec: str) -> tuple[str, Path]:

@@ -7,11 +7,13 @@ CSV and provenance record)::
     nmtvariants emelin2019-bleu --scores S.json ... --pairs en-de --title T --out table1.md
     nmtvariants emelin2019-variants --scores S.json ... --switches '{"lexical": {...}}' --out table4.md
     nmtvariants emelin2019-params --count baseline=N.txt ... --log baseline=train_log.csv ... --out table5.md
+    nmtvariants emelin2019-bootstrap --result lexical/test=S.json ... --out bootstrap.md
     nmtvariants emelin2019-probes --csv probes.csv ... --group-kind frequency_bin --out probes_frequency.md
     nmtvariants emelin2019-gates --csv gates.csv ... --out gates.md
     nmtvariants emelin2019-contrawsd --result baseline=contrawsd.json ... --out contrawsd.md
     nmtvariants emelin2019-curves --csv probes.csv ... --value accuracy --side encoder --out fig.csv
-    nmtvariants emelin2019-pos --conllu test.en.conllu --bpe bpe/test.en -o test.pos.en
+    nmtvariants emelin2019-pos --conllu test.en.conllu --bpe bpe/test.en -o pos/test.en
+    nmtvariants emelin2019-pos --tags raw/test.de.pos --bpe bpe/test.de -o pos/test.de
 """
 
 from __future__ import annotations
@@ -98,11 +100,36 @@ def run_params(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_bootstrap(args: argparse.Namespace) -> int:
+    results = {}
+    for spec in args.result:
+        label, path = tables.label_of(spec)
+        variant, _, testset = label.rpartition("/")
+        if not variant:
+            raise InputError(f"--result {spec!r}: expected VARIANT/TESTSET=FILE")
+        results[variant, testset] = _read_json(path)
+    frame = tables.bootstrap_table(results, args.baseline)
+    first = next(iter(results.values()))
+    notes = (
+        f"Each variant against `{args.baseline}` on the same test set: Δ is the variant's score minus the "
+        f"baseline's, p the two-sided paired bootstrap p-value (sacreBLEU, {first['n_samples']} samples, "
+        f"seed {first['seed']}). One training seed per variant: the p-values test the outputs of these runs, "
+        "not the methods; run-to-run variation of a few tenths of BLEU is not in them. The CSV beside this "
+        "table has the p-values to full precision."
+    )
+    write_table(frame, args.out, args.title, notes, [tables.label_of(spec)[1] for spec in args.result])
+    return 0
+
+
 def run_probes(args: argparse.Namespace) -> int:
     frame = tables.probe_breakdown(_read_csvs(args.csv), args.group_kind)
     notes = f"Held-out lexical-probe accuracy per layer (0 = embeddings) by {args.group_kind}."
     if args.group_kind == "frequency_bin":
         notes += " Ten equal-sized bins of sub-word types, 1 the rarest; 0: types unseen in training."
+    else:  # labels of one side only (source POS vs target POS) stay empty on the other side
+        frame = frame.astype(object).where(frame.notna(), None)
+    if args.note:
+        notes += f" {args.note}"
     write_table(frame, args.out, args.title, notes, args.csv)
     return 0
 
@@ -133,7 +160,10 @@ def run_curves(args: argparse.Namespace) -> int:
 
 
 def run_pos(args: argparse.Namespace) -> int:
-    lines = tables.pos_lines(read_conllu(args.conllu), read_lines(args.bpe), args.conllu, args.bpe)
+    if args.conllu:
+        lines = tables.pos_lines(read_conllu(args.conllu), read_lines(args.bpe), args.conllu, args.bpe)
+    else:
+        lines = tables.target_pos_lines(read_lines(args.tags), read_lines(args.bpe), args.tags, args.bpe)
     write_lines(args.output, list(lines))
     return 0
 
@@ -170,9 +200,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _table_args(params)
     params.set_defaults(func=run_params)
 
+    boot = subparsers.add_parser(
+        "emelin2019-bootstrap", help="sacreBLEU/chrF per test set, paired bootstrap against the baseline"
+    )
+    boot.add_argument(
+        "--result", nargs="+", required=True, metavar="VARIANT/TESTSET=FILE", help="significance JSON"
+    )
+    boot.add_argument("--baseline", default="baseline")
+    _table_args(boot)
+    boot.set_defaults(func=run_bootstrap)
+
     probes = subparsers.add_parser("emelin2019-probes", help="lexical-probe accuracy by frequency bin or POS")
     probes.add_argument("--csv", nargs="+", required=True, help="layer-probes CSVs")
     probes.add_argument("--group-kind", required=True, help="frequency_bin, or a grouping such as pos")
+    probes.add_argument("--note", help="a sentence appended to the table's notes")
     _table_args(probes)
     probes.set_defaults(func=run_probes)
 
@@ -193,8 +234,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     curves.add_argument("--out", required=True, help="figure CSV")
     curves.set_defaults(func=run_curves)
 
-    pos = subparsers.add_parser("emelin2019-pos", help="UPOS per BPE token from a CoNLL-U parse")
-    pos.add_argument("--conllu", required=True, help="parse of the tokenised text")
+    pos = subparsers.add_parser("emelin2019-pos", help="UPOS per BPE token from a parse or word tags")
+    annotation = pos.add_mutually_exclusive_group(required=True)
+    annotation.add_argument("--conllu", help="parse of the tokenised text (the source side)")
+    annotation.add_argument("--tags", help="one tag per Moses token and line (toyworld's target .pos)")
     pos.add_argument("--bpe", required=True, help="the BPE'd text (line-parallel)")
     pos.add_argument("-o", "--output", required=True)
     pos.set_defaults(func=run_pos)

@@ -149,7 +149,7 @@ def test_shared_encoders_apply_one_encoder_to_each_source():
     assert not torch.allclose(first.states, second.states)  # the second encoder has its own weights
 
 
-def test_feature_memory_is_the_projection_with_no_padding():
+def test_feature_memory_is_the_normalised_projection_with_no_padding():
     model = make_model(TWO_PLUS_FEATURES)
     generator = torch.Generator().manual_seed(6)
     inputs, _ = batch_inputs(generator, 3)

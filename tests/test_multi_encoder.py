@@ -114,6 +114,7 @@ def test_parameter_count_is_the_hand_computed_sum():
         + 2 * norm  # each text encoder's final LayerNorm
         + CHANNELS * d
         + d  # the feature projection (with bias)
+        + norm  # the LayerNorm on the projected features
         + 2 * decoder_layer
         + norm  # the decoder's final LayerNorm
     )
@@ -148,15 +149,25 @@ def test_shared_encoders_apply_one_encoder_to_each_source():
     assert not torch.allclose(first.states, second.states)  # the second encoder has its own weights
 
 
-def test_feature_memory_is_the_projection_with_no_padding():
+def test_feature_memory_is_the_normalised_projection_with_no_padding():
     model = make_model(TWO_PLUS_FEATURES)
     generator = torch.Generator().manual_seed(6)
     inputs, _ = batch_inputs(generator, 3)
     with torch.no_grad():
         memories = model.encode_inputs(inputs)
     assert len(memories) == 3
-    proj = model.feature_encoder.proj
-    torch.testing.assert_close(memories[2].states, inputs.features @ proj.weight.T + proj.bias)
+    # LN(W f + b) per region, written out in float64 (gain and bias perturbed away from 1 and 0)
+    encoder = model.feature_encoder
+    with torch.no_grad():
+        encoder.norm.weight.uniform_(0.5, 1.5, generator=generator)
+        encoder.norm.bias.uniform_(-0.5, 0.5, generator=generator)
+        memories = model.encode_inputs(inputs)
+    proj, norm = encoder.proj, encoder.norm
+    projected = inputs.features.double() @ proj.weight.double().T + proj.bias.double()
+    mean = projected.mean(-1, keepdim=True)
+    var = ((projected - mean) ** 2).mean(-1, keepdim=True)
+    expected = (projected - mean) / torch.sqrt(var + norm.eps) * norm.weight.double() + norm.bias.double()
+    torch.testing.assert_close(memories[2].states.double(), expected, rtol=1e-5, atol=1e-5)
     assert not memories[2].pad_mask.any()
     # a float16 grid (as stored on disk) is read in the model's precision
     with torch.no_grad():

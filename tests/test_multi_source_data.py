@@ -123,3 +123,40 @@ def test_the_run_config_must_feed_every_encoder(corpus, tmp_path):
         Exception, match=r"wrong\.npy: 7 channels per region, but the model's feature encoder reads 6"
     ):
         Trainer(parse_run_config(config), tmp_path / "b")
+
+
+def test_translate_with_a_feature_index_reads_each_sentence_its_indexed_row(corpus, tmp_path):
+    """The image path of the adversarial decodes and of cleaned corpora: ``--feature-index`` (1-based
+    rows, the .kept format) over a grid in another order. Batched ``translate`` must give every sentence
+    the translation of a per-sentence beam search over the row its index names, and differ from the
+    translation with the rows in corpus order (the features matter)."""
+    train(parse_run_config(config_for(corpus, max_updates=6, save_every=6, valid_every=6)), tmp_path)
+    checkpoint = str(tmp_path / "final.pt")
+    src, src2 = corpus["valid_src"], corpus["valid_sources"][0]
+    lines = len(list(read_lines(src)))
+    rng = np.random.default_rng(11)
+    grid = (rng.standard_normal((lines + 3, 3, CHANNELS)) * 20 + 10).astype(np.float16)  # spare rows
+    np.save(tmp_path / "grid.npy", grid)
+    rows = rng.permutation(lines + 3)[:lines]
+    write_lines(tmp_path / "index", [str(row + 1) for row in rows])
+    hyp = tmp_path / "hyp"
+    result = cli(
+        "translate", "--checkpoint", checkpoint, "--vocab", corpus["vocab"], "--batch-size", "3",
+        "--beam", "2", "--input", src, "--extra-source", src2, "--output", str(hyp),
+        "--features", str(tmp_path / "grid.npy"), "--feature-index", str(tmp_path / "index"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    model = load_model(checkpoint).eval()
+    vocab = Vocabulary.load(corpus["vocab"])
+    hyps = list(read_lines(hyp))
+    in_order = []
+    for index, (first, second) in enumerate(zip(read_lines(src), read_lines(src2), strict=True)):
+        text = [torch.tensor([vocab.encode(first)]), torch.tensor([vocab.encode(second)])]
+        for row, out in ((rows[index], None), (index, in_order)):
+            inputs = SourceInputs(text, features=torch.from_numpy(grid[row : row + 1].astype(np.float32)))
+            ((best, *_),) = beam_search(model, inputs, beam_size=2)
+            if out is None:
+                assert hyps[index] == vocab.decode(best.tokens), index
+            else:
+                out.append(vocab.decode(best.tokens))
+    assert in_order != hyps

@@ -59,7 +59,9 @@ class Transformer(nn.Module):
             TextEncoder(cfg, self.hooks, depth, f"encoder{k}") for k, depth in enumerate(own, start=1)
         )
         channels = self.multi_source.feature_channels
-        self.feature_encoder = None if channels is None else FeatureEncoder(channels, d, self.hooks)
+        self.feature_encoder = (
+            None if channels is None else FeatureEncoder(channels, d, self.hooks, cfg.layer_norm_eps)
+        )
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(cfg, self.hooks, i, layout, self.n_memories) for i in range(cfg.decoder_layers)
         )

@@ -256,6 +256,15 @@ def test_table2_plans_the_further_source_and_its_derangements():
     assert made == {f"data/toyworld/en-de/inputs/{split}.src_fr" for split in ("train", "valid", "test")}
 
 
+def test_derangement_seeds_come_from_the_study_settings(tmp_path):
+    """`studies.libovicky2018.derangement_seeds` sets how many deranged decodes each input gets."""
+    settings = tmp_path / "seeds.yaml"
+    settings.write_text("studies: {libovicky2018: {derangement_seeds: [7]}}\n", encoding="utf-8")
+    jobs = plan(TABLE2, "--configfile", "config.yaml", str(settings))
+    decodes = [job["output"] for job in jobs if job["rule"] == "libovicky2018_translate"]
+    assert len(decodes) == 2 and all(".seed7." in path for path in decodes)  # en and fr, one seed
+
+
 def test_the_figure_plans_attention_of_the_flat_and_hierarchical_runs_only():
     rules = Counter(job["rule"] for job in plan(FIGURE))
     assert rules["libovicky2018_attention"] == 2 and rules["figure"] == 1

@@ -4,8 +4,9 @@ The study's rules only name paths and call :class:`StudyPlan` (the workflow keep
 package). Experiments with ``study: libovicky2018`` name the extra inputs of their variants:
 ``inputs.<variant>: {features: resnet}`` (images: Table 1) or ``{sources: [src_<lang>, ...]}``
 (further source languages: Table 2). For each variant with extra inputs the test set is translated
-again with one input deranged (the image; or each source language in turn), once per seed of
-:data:`SEEDS`; the flat and hierarchical variants also give the attention figure.
+again with one input deranged (the image; or each source language in turn), once per derangement
+seed (``studies.libovicky2018.derangement_seeds``, default :data:`SEEDS`); the flat and
+hierarchical variants also give the attention figure.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from nmtvariants.config import content_id, decode_settings
 from nmtvariants.errors import ConfigError
 
 STUDY = "libovicky2018"
-SEEDS = (1, 2, 3)  # derangement seeds of every adversarial evaluation
+SEEDS = (1, 2, 3)  # default derangement seeds of every adversarial evaluation
 ATTENTION_SENTENCES = 200  # test pairs behind the attention figure
 EUROPARL_HELDOUT = 1000  # valid and test tuples of the Europarl 5-way corpus (the paper's 1k/1k)
 FEATURES = "resnet"  # the name of the image features input (data/<corpus>/<pair>/inputs/<split>.resnet.npy)
@@ -56,6 +57,12 @@ class StudyPlan:
         self.runs = runs
         self.run_of = run_of
         self.images = {**IMAGE_DEFAULTS, **config.get("image_features", {})}
+        study = (config.get("studies") or {}).get(STUDY) or {}
+        self.seeds: tuple[int, ...] = tuple(study.get("derangement_seeds", SEEDS))
+        if not self.seeds or not all(isinstance(seed, int) and seed >= 0 for seed in self.seeds):
+            raise ConfigError(
+                f"studies.{STUDY}.derangement_seeds: give a non-empty list of seeds >= 0, not {self.seeds!r}"
+            )
         for name in self.experiments:  # fail at start-up, not at the first job
             self.kind(name)
         self.europarl = {
@@ -326,7 +333,7 @@ class StudyPlan:
         return {
             f"{randomised}_{seed}": f"{folder}/{wildcards.testset}.{randomised}.seed{seed}.json"
             for randomised in self.randomised(wildcards.experiment, wildcards.pair, wildcards.variant)
-            for seed in SEEDS
+            for seed in self.seeds
         }
 
     @staticmethod
@@ -386,8 +393,9 @@ class StudyPlan:
         notes = (
             "BLEU and METEOR on lower-cased, Moses-normalised and tokenised text (`evaluate --preprocess "
             "multi30k`, the WMT multimodal evaluation). adv. BLEU (X): the mean over "
-            f"{len(SEEDS)} derangement seeds ({', '.join(map(str, SEEDS))}) of BLEU with input X of every "
-            "test sentence replaced by another sentence's; ± the sample standard deviation over the seeds. "
+            f"{len(self.seeds)} derangement seeds ({', '.join(map(str, self.seeds))}) of BLEU with input X "
+            "of every test sentence replaced by another sentence's; ± the sample standard deviation over "
+            "the seeds. "
             "Baseline rows: the single-input model on the same data (its run is shared)."
         )
         if wildcards.table == "table2_multisource":

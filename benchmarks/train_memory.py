@@ -143,6 +143,8 @@ def main() -> None:
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--out", default=str(HERE / "results" / "train_memory"))
     args = parser.parse_args()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)  # fail-safe before the long runs, not after them
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         corpus = write_corpus(folder, args.sentences, args.vocab, seed=1)
@@ -154,7 +156,6 @@ def main() -> None:
         "load_average_after": load,
         "results": results,
     }
-    out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     marks = sorted({max(1, round(args.updates * f / 5 / 5) * 5) for f in range(1, 6)})
     header = "| config | peak RSS (MB) | " + " | ".join(f"RSS by update {m}" for m in marks) + " |"

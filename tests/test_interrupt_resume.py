@@ -9,9 +9,9 @@ through, one interrupted twice. The interrupted one is started in its own proces
 After each interruption every file under a final name must be complete: the outputs under data/
 and results/ equal the straight run's byte for byte, and every checkpoint verifies; temporary
 files (``.<name>.<random>.tmp``, nmtvariants.fileio.atomic_write) are the only allowed leftovers.
-The rerun after SIGKILL first stops on Snakemake's lock (the README's recovery section says what
-to do: `snakemake --unlock`); after the unlock the same command completes, its training log says it
-resumed from the newest checkpoint, and the final model and tables equal the straight run's
+The rerun after SIGKILL first stops on Snakemake's lock; the README's recovery section (`snakemake
+--unlock`, then the same command with --rerun-incomplete) then completes the run, its training log
+says it resumed from the newest checkpoint, and the final model and tables equal the straight run's
 (training on CPU with one thread is deterministic and a resume restores the RNG states).
 
 Four workflow runs of about 30 jobs: slow.
@@ -138,7 +138,7 @@ def test_killed_mid_preprocessing_and_mid_training_then_rerun(copies: SimpleName
     assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
     unlocked = run_snakemake(root, "--unlock", *TARGETS)
     assert unlocked.returncode == 0, unlocked.stderr[-3000:]
-    rerun = run_snakemake(root, *TARGETS)
+    rerun = run_snakemake(root, "--rerun-incomplete", *TARGETS)  # README, "When a run is interrupted"
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-5000:]
 
     train_log = (root / "logs" / "train" / f"{run.name}.log").read_text(encoding="utf-8")

@@ -161,11 +161,14 @@ rule network_vocab:
         "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
 
 
+# The round trip of the chain that was run: the workflow's own tokenised, truecased and BPE files of
+# a test set, inverted as rule postprocess does and compared with the raw text.
 rule roundtrip:
     input:
-        text="data/{corpus}/raw/{split}.{lang}",
-        truecase_train="data/{corpus}/raw/train.{lang}",
-        codes="data/{corpus}/{pair}/bpe/codes",
+        raw="data/{corpus}/raw/{split}.{lang}",
+        tok="data/{corpus}/tok/{split}.{lang}",
+        tc="data/{corpus}/{pair}/tc/{split}.{lang}",
+        bpe="data/{corpus}/{pair}/bpe/{split}.{lang}",
     output:
         "results/{corpus}/{pair}/roundtrip/{split}.{lang}.json",
     log:
@@ -177,10 +180,11 @@ rule roundtrip:
         mem_mb=2000,
         runtime=60,
     params:
-        aggressive=lambda wc: (
-            "-a" if preprocess_setting(wc, "aggressive_hyphen") else ""
+        lowercase=lambda wc: (
+            "--lowercase" if preprocess_setting(wc, "lowercase") else ""
         ),
-        codes=bpe_codes_for,
+        truecased=lambda wc: "--truecased" if preprocess_setting(wc, "truecase") else "",
     shell:
-        "nmtvariants roundtrip -l {wildcards.lang:q} {params.aggressive} --bpe-codes {params.codes:q}"
-        " --truecase-train {input.truecase_train:q} --json {output:q} {input.text:q} > {log:q} 2>&1"
+        "nmtvariants roundtrip -l {wildcards.lang:q} {params.lowercase} {params.truecased}"
+        " --raw {input.raw:q} --tok {input.tok:q} --tc {input.tc:q} --bpe {input.bpe:q}"
+        " --json {output:q} > {log:q} 2>&1"

@@ -8,6 +8,7 @@ for byte, and the gold tokens run pre-tokenised must give the same lines.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from sacremoses import MosesTokenizer
 from nmtvariants.cli import main as cli_main
 from nmtvariants.corpora.toyworld import generate
 from nmtvariants.errors import InputError
+from nmtvariants.fileio import write_lines
 from nmtvariants.syntax.conllu import read_conllu
 from nmtvariants.text.chain import ChainSettings, TrainedChain, load_settings
 from nmtvariants.text.subword_map import HYPHEN, words
@@ -301,3 +303,102 @@ def test_gold_annotations_line_up_with_the_workflow_bpe_files(toy: Path, pair: s
             assert len(src) == len(tree.words) and len(trg) == len(pos)
             pairs = [tuple(map(int, link.split("-"))) for link in links.split()]
             assert pairs and all(0 <= i < len(src) and 0 <= j < len(trg) for i, j in pairs)
+
+
+def _roundtrip(toy: Path, pair: str, lang: str, out: Path, *flags: str, **files: Path) -> dict:
+    """`nmtvariants roundtrip` as rule roundtrip runs it on the test split (``files`` replace one)."""
+    paths = {
+        "raw": toy / "raw" / f"test.{lang}",
+        "tok": toy / "tok" / f"test.{lang}",
+        "tc": toy / pair / "tc" / f"test.{lang}",
+        "bpe": toy / pair / "bpe" / f"test.{lang}",
+        **files,
+    }
+    _run("roundtrip", "-l", lang, *flags, *(f"--{k}={v}" for k, v in paths.items()), "--json", str(out))
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("pair", "lang"), [("en-de", "de"), ("en-de", "en"), ("en-ru", "ru")])
+def test_roundtrip_measures_the_workflow_files(toy: Path, pair: str, lang: str, tmp_path: Path) -> None:
+    """The report counts, line by line, what `postprocess` makes of the workflow's own BPE file
+    against `normalize` of the raw line: both computed here by the commands the workflow runs."""
+    report = _roundtrip(toy, pair, lang, tmp_path / "rt.json", "--truecased")
+    _run("normalize", "-l", lang, str(toy / "raw" / f"test.{lang}"), "-o", str(tmp_path / "norm"))
+    bpe = toy / pair / "bpe" / f"test.{lang}"
+    _run("postprocess", "-l", lang, "--truecased", str(bpe), "-o", str(tmp_path / "post"))
+    raw, norm, post = (
+        _lines(p) for p in (toy / "raw" / f"test.{lang}", tmp_path / "norm", tmp_path / "post")
+    )
+    assert report["lines"] == len(raw) == 30
+    assert report["inverse"]["identical"] == sum(a == b for a, b in zip(norm, post, strict=True))
+    assert report["end_to_end"]["identical"] == sum(a == b for a, b in zip(raw, post, strict=True))
+    assert report["files"]["bpe"] == str(bpe)
+    assert report["bpe_lines_not_reversible"] == 0
+    assert report["inverse"]["identical_fraction"] >= 0.9, report["inverse"]["classes"]
+
+
+def test_roundtrip_attributes_a_change_in_a_stage_file_to_that_stage(toy: Path, tmp_path: Path) -> None:
+    """Edit line 3 of the BPE file (a word replaced) and line 5 of the truecased file (lower-cased):
+    the report must see the files the workflow wrote, not a chain of its own."""
+    base = _roundtrip(toy, "en-de", "de", tmp_path / "base.json", "--truecased")
+    assert base["inverse"]["identical"] == base["lines"]
+    bpe = _lines(toy / "en-de" / "bpe" / "test.de")
+    bpe[2] = bpe[2].replace(bpe[2].split()[-2], "XYZ", 1)
+    write_lines(tmp_path / "bpe", bpe)
+    edited = _roundtrip(toy, "en-de", "de", tmp_path / "bpe.json", "--truecased", bpe=tmp_path / "bpe")
+    assert edited["inverse"]["mismatches"] == 1 and edited["inverse"]["stages"] == {"bpe": 1}
+    assert next(iter(edited["inverse"]["examples"].values()))[0]["line"] == 3
+    assert edited["bpe_lines_not_reversible"] == 1  # the BPE file no longer segments the truecased one
+
+    tc = _lines(toy / "en-de" / "tc" / "test.de")
+    tc[4] = tc[4].lower()
+    write_lines(tmp_path / "tc", tc)
+    bpe = _lines(toy / "en-de" / "bpe" / "test.de")
+    bpe[4] = bpe[4].lower()
+    write_lines(tmp_path / "bpe5", bpe)
+    edited = _roundtrip(
+        toy, "en-de", "de", tmp_path / "tc.json", "--truecased", tc=tmp_path / "tc", bpe=tmp_path / "bpe5"
+    )
+    assert edited["inverse"]["stages"] == {"truecase": 1}
+    assert edited["inverse"]["examples"]["case"][0]["line"] == 5
+
+
+def test_roundtrip_follows_the_chain_settings(toy: Path, tmp_path: Path) -> None:
+    """Without --truecased (``truecase: false``) nothing detruecases, as in rule postprocess: lines
+    whose first word the truecaser lower-cased stay lower-case; --lowercase compares lower-case."""
+    truecased = _roundtrip(toy, "en-de", "de", tmp_path / "a.json", "--truecased")
+    plain = _roundtrip(toy, "en-de", "de", tmp_path / "b.json")
+    lowercase = _roundtrip(toy, "en-de", "de", tmp_path / "c.json", "--lowercase")
+    assert plain["settings"] == {"lowercase": False, "detruecase": False, "bpe": True}
+    raw, bpe = toy / "raw" / "test.de", toy / "en-de" / "bpe" / "test.de"
+    _run("normalize", "-l", "de", str(raw), "-o", str(tmp_path / "norm"))
+    _run("normalize", "-l", "de", "--lowercase", str(raw), "-o", str(tmp_path / "norm.lc"))
+    _run("postprocess", "-l", "de", str(bpe), "-o", str(tmp_path / "post"))
+    post = _lines(tmp_path / "post")
+
+    def same(reference: str) -> int:
+        return sum(a == b for a, b in zip(_lines(tmp_path / reference), post, strict=True))
+
+    assert plain["inverse"]["identical"] == same("norm") < truecased["inverse"]["identical"]
+    assert plain["inverse"]["stages"] == {"truecase": plain["inverse"]["mismatches"]}
+    assert lowercase["inverse"]["identical"] == same("norm.lc") < plain["inverse"]["identical"]
+
+
+def test_roundtrip_files_of_different_lengths_are_an_input_error(
+    toy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_lines(tmp_path / "short", _lines(toy / "en-de" / "bpe" / "test.de")[:-1])
+    args = [
+        "roundtrip",
+        "-l",
+        "de",
+        "--raw",
+        str(toy / "raw" / "test.de"),
+        "--tok",
+        str(toy / "tok" / "test.de"),
+    ]
+    args += ["--tc", str(toy / "en-de" / "tc" / "test.de"), "--bpe", str(tmp_path / "short")]
+    assert cli_main([*args, "--json", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'short'} has 29" in err and "rerun the preprocessing" in err
+    assert not (tmp_path / "x.json").exists()

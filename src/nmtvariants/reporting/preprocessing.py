@@ -89,7 +89,8 @@ def preprocessing_table(pairs: list[PairFiles]) -> pd.DataFrame:
 
 NOTES = """
 Cleaning follows Moses `clean-corpus-n.perl` (training data only; dev/test keep every line).
-Round-trip exactness: raw test text -> normalise -> tokenise -> truecase -> BPE -> de-BPE ->
-detruecase -> detokenise, compared with the normalised raw line (`inverse` in the JSON reports
-under results/<corpus>/<pair>/roundtrip/, which also list examples of each mismatch class).
+Round-trip exactness: the workflow's own BPE file of each test set, post-processed as the
+hypotheses are (de-BPE -> detruecase -> detokenise), compared with the normalised raw line (`inverse`
+in the JSON reports under results/<corpus>/<pair>/roundtrip/, which also list examples of each
+mismatch class and the stage that broke the line).
 """

@@ -11,8 +11,8 @@ nmtvariants clean --src-in A --tgt-in B --src-out A2 --tgt-out B2 [--min 1 --max
                   [--report drops.json] [--kept A2.kept]
 nmtvariants postprocess -l LANG [IN] [-o OUT] [--truecased] [--no-bpe] [--no-detokenize]
                   [--no-repair] [--translit-reverse MODULE:FUNCTION] [-j N]
-nmtvariants roundtrip -l LANG FILE --json OUT [--truecase-train RAW] [--no-normalize] [-a]
-                  [--bpe-codes CODES]
+nmtvariants roundtrip -l LANG --raw RAW --tok TOK --tc TC --bpe BPE --json OUT [--lowercase]
+                  [--truecased]
 nmtvariants apply-chain --corpus-dir data/CORPUS/SRC-TGT -l LANG [IN] [-o OUT] [--pretokenized]
                   [--config config.yaml] [--corpus NAME]
 """
@@ -26,13 +26,12 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from nmtvariants.errors import InputError, MissingResourceError
 from nmtvariants.fileio import atomic_write, decode_lines, read_lines, write_lines
 from nmtvariants.text import clean as clean_module
 from nmtvariants.text.chain import TrainedChain, load_settings
 from nmtvariants.text.moses import Detokenizer, Normalizer, Tokenizer
 from nmtvariants.text.postprocess import InverseChain, load_callable
-from nmtvariants.text.roundtrip import roundtrip_report
+from nmtvariants.text.roundtrip import roundtrip_files
 from nmtvariants.text.segment import METHODS, Segmenter
 from nmtvariants.text.sharding import LineStep, map_lines
 from nmtvariants.text.truecase import Detruecaser, Truecaser, train_truecaser
@@ -143,14 +142,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _io_arguments(parser)
     parser.set_defaults(func=_run_postprocess)
 
-    parser = subparsers.add_parser("roundtrip", help="report how exactly postprocess inverts preprocess")
+    parser = subparsers.add_parser(
+        "roundtrip", help="how exactly postprocess inverts the preprocessing files of a workflow run"
+    )
     parser.add_argument("-l", "--lang", required=True)
-    parser.add_argument("file", type=Path, help="raw text (e.g. a reference)")
+    parser.add_argument("--raw", required=True, type=Path, help="raw text: data/<corpus>/raw/<split>.<lang>")
+    parser.add_argument("--tok", required=True, type=Path, help="its tokenised file (data/<corpus>/tok/)")
+    parser.add_argument("--tc", required=True, type=Path, help="its truecased file (<corpus>/<pair>/tc/)")
+    parser.add_argument("--bpe", required=True, type=Path, help="its BPE file (<corpus>/<pair>/bpe/)")
     parser.add_argument("--json", required=True, type=Path, help="report to write")
-    parser.add_argument("--truecase-train", type=Path, help="raw text to train the truecaser on")
-    parser.add_argument("--no-normalize", dest="normalize", action="store_false")
-    parser.add_argument("-a", "--aggressive", action="store_true")
-    parser.add_argument("--bpe-codes", type=Path, help="subword-nmt codes to include BPE in the trip")
+    parser.add_argument("--lowercase", action="store_true", help="tokenize normalised with --lowercase")
+    parser.add_argument("--truecased", action="store_true", help="postprocess detruecases (as its flag)")
     parser.set_defaults(func=_run_roundtrip)
 
     parser = subparsers.add_parser(
@@ -228,34 +230,17 @@ def _run_postprocess(args: argparse.Namespace) -> None:
 
 
 def _run_roundtrip(args: argparse.Namespace) -> None:
-    bpe = None
-    if args.bpe_codes:
-        try:
-            from subword_nmt.apply_bpe import BPE
-        except ImportError:
-            raise MissingResourceError("--bpe-codes needs subword-nmt: `pip install subword-nmt`") from None
-        if not args.bpe_codes.is_file():
-            raise InputError(f"{args.bpe_codes}: BPE codes file not found; learn it with subword-nmt")
-        with open(args.bpe_codes, encoding="utf-8") as codes:
-            bpe = BPE(codes).process_line
-    training = list(read_lines(args.truecase_train)) if args.truecase_train else None
-    report = roundtrip_report(
-        list(read_lines(args.file)),
-        args.lang,
-        normalize=args.normalize,
-        aggressive_dash_splits=args.aggressive,
-        truecase_training=training,
-        bpe=bpe,
+    report = roundtrip_files(
+        args.lang, args.raw, args.tok, args.tc, args.bpe, lowercase=args.lowercase, detruecase=args.truecased
     )
-    report["file"] = str(args.file)
     with atomic_write(args.json) as out:
         json.dump(report, out, indent=2, ensure_ascii=False)
         out.write("\n")
     log.info(
-        "roundtrip %s: inverse %.2f%% identical, end-to-end %s",
-        args.file,
+        "roundtrip %s: inverse %.2f%% identical, end-to-end %.2f%%",
+        args.raw,
         100 * report["inverse"]["identical_fraction"],
-        f"{100 * report['end_to_end']['identical_fraction']:.2f}%" if args.normalize else "n/a",
+        100 * report["end_to_end"]["identical_fraction"],
     )
 
 

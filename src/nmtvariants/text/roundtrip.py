@@ -1,10 +1,17 @@
 """How exactly does the inverse chain undo the preprocessing? A per-line report on real text.
 
-For each line ``raw``:
+The workflow measures the chain it ran (`roundtrip_files`, rule ``roundtrip``): for each line of a
+test set it takes the files the preprocessing rules wrote (tokenised, truecased, BPE-segmented)
+and the raw line, and applies the same inverse as rule ``postprocess``::
 
-    canonical = normalize(raw)                         (skipped with normalize=False)
-    forward   = [bpe](truecase(tokenize(canonical)))
+    canonical = normalize(raw)                         (as rule tokenize: same language, lowercase)
+    forward   = the workflow's BPE file                (normalize | tokenize -> truecase -> BPE)
     output    = InverseChain(forward)                  (remove BPE, detruecase, detokenize)
+
+so no second copy of the chain can disagree with the one that was run (escaping, lower-casing,
+the truecaser trained on the cleaned text, the BPE vocabulary threshold all come with the files).
+`roundtrip_report` runs the chain in memory on text outside a workflow run (for studying the Moses
+inverse on a test set) and measures it the same way.
 
 Two comparisons are reported:
 
@@ -17,7 +24,8 @@ Two comparisons are reported:
   (quotes, dashes, whitespace, ...).
 
 Every mismatch is also attributed to the first stage whose round trip fails: ``tokenize``
-(``detokenize(tokenize(x)) != x``), ``truecase`` (adding truecase/detruecase breaks it) or ``bpe``.
+(``detokenize(tokenized) != canonical``), ``truecase`` (detruecasing the truecased text breaks it)
+or ``bpe``.
 """
 
 from __future__ import annotations
@@ -26,8 +34,11 @@ import difflib
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from nmtvariants.errors import InputError
+from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.text.moses import Normalizer, Tokenizer
 from nmtvariants.text.postprocess import InverseChain, remove_bpe
 from nmtvariants.text.truecase import Truecaser, train_truecaser
@@ -97,6 +108,95 @@ def _tally(pairs: Iterable[tuple[int, str, str, str]], total: int, max_examples:
     }
 
 
+@dataclass(frozen=True)
+class ForwardText:
+    """One text at every stage of the forward chain, line for line (``segmented``: None = no BPE)."""
+
+    raw: Sequence[str]
+    canonical: Sequence[str]
+    tokenized: Sequence[str]
+    truecased: Sequence[str]
+    segmented: Sequence[str] | None
+
+
+def measure(text: ForwardText, lang: str, *, detruecase: bool, normalized: bool, max_examples: int) -> dict:
+    """Invert ``text``'s last stage as rule ``postprocess`` does and compare with the canonical (and,
+    when ``normalized``, the raw) lines; mismatches are attributed to the first stage that breaks."""
+    inverse = InverseChain(lang, bpe=text.segmented is not None, truecased=detruecase)
+    detokenize_only = InverseChain(lang, bpe=False, truecased=False)
+    without_bpe = InverseChain(lang, bpe=False, truecased=detruecase)
+    last = text.segmented if text.segmented is not None else text.truecased
+    outputs = [inverse(line) for line in last]
+    bpe_not_reversible = 0
+    if text.segmented is not None:
+        bpe_not_reversible = sum(
+            remove_bpe(segmented) != truecased
+            for segmented, truecased in zip(text.segmented, text.truecased, strict=True)
+        )
+
+    def stage_of(index: int) -> str:
+        if detokenize_only(text.tokenized[index]) != text.canonical[index]:
+            return "tokenize"
+        if without_bpe(text.truecased[index]) != text.canonical[index]:
+            return "truecase"
+        return "bpe"
+
+    def compared(references: Sequence[str]) -> Iterable[tuple[int, str, str, str]]:
+        for index, (reference, output) in enumerate(zip(references, outputs, strict=True)):
+            stage = "" if reference == output else stage_of(index)
+            if reference != output and output == text.canonical[index]:
+                stage = "normalize"
+            yield index + 1, reference, output, stage
+
+    lines = len(text.raw)
+    report = {
+        "lang": lang,
+        "lines": lines,
+        "inverse": _tally(compared(text.canonical), lines, max_examples),
+        "bpe_lines_not_reversible": bpe_not_reversible,
+    }
+    if normalized:
+        report["normalization_changed_lines"] = sum(
+            a != b for a, b in zip(text.raw, text.canonical, strict=True)
+        )
+        report["end_to_end"] = _tally(compared(text.raw), lines, max_examples)
+    return report
+
+
+def roundtrip_files(
+    lang: str,
+    raw: PathLike,
+    tokenized: PathLike,
+    truecased: PathLike,
+    segmented: PathLike,
+    *,
+    lowercase: bool = False,
+    detruecase: bool = True,
+    max_examples: int = 5,
+) -> dict:
+    """The round trip of the files one workflow run wrote for a test set of language ``lang``.
+
+    ``tokenized``: data/<corpus>/tok/<split>.<lang> (rule tokenize, which normalised with
+    ``lowercase``); ``truecased`` and ``segmented``: data/<corpus>/<pair>/{tc,bpe}/<split>.<lang>.
+    ``detruecase`` is what rule postprocess does (the corpus's ``preprocess.truecase``).
+    """
+    paths = {"raw": raw, "tokenized": tokenized, "truecased": truecased, "segmented": segmented}
+    texts = {name: list(read_lines(path)) for name, path in paths.items()}
+    counts = {name: len(lines) for name, lines in texts.items()}
+    if len(set(counts.values())) != 1:
+        listed = ", ".join(f"{paths[name]} has {count}" for name, count in counts.items())
+        raise InputError(
+            f"{segmented}: the stages of one text must have as many lines ({listed}); "
+            "rerun the preprocessing of this split"
+        )
+    normalizer = Normalizer(lang, lowercase=lowercase)
+    forward = ForwardText(canonical=[normalizer(line) for line in texts["raw"]], **texts)
+    report = measure(forward, lang, detruecase=detruecase, normalized=True, max_examples=max_examples)
+    report["settings"] = {"lowercase": lowercase, "detruecase": detruecase, "bpe": True}
+    report["files"] = {"raw": str(raw), "tok": str(tokenized), "tc": str(truecased), "bpe": str(segmented)}
+    return report
+
+
 def roundtrip_report(
     lines: Sequence[str],
     lang: str,
@@ -108,7 +208,8 @@ def roundtrip_report(
     bpe: Callable[[str], str] | None = None,
     max_examples: int = 5,
 ) -> dict:
-    """Round-trip ``lines`` (raw text of language ``lang``) through the chain and its inverse.
+    """Round-trip ``lines`` (raw text of language ``lang``, outside a workflow run) through a chain
+    built here and its inverse; a workflow run's own files are measured by `roundtrip_files`.
 
     ``truecase_training``: raw training text for the truecaser (normalised and tokenised like
     ``lines``); by default the truecaser is trained on ``lines`` themselves. ``bpe``: a subword
@@ -127,49 +228,20 @@ def roundtrip_report(
         model = Path(tmp) / "truecase.model"
         train_truecaser(training, model)
         truecaser = Truecaser(model)
-    inverse = InverseChain(lang, bpe=bpe is not None, truecased=True)
-    detokenize_only = InverseChain(lang, bpe=False, truecased=False)
-    without_bpe = InverseChain(lang, bpe=False, truecased=True)
-
-    def stage_of(number: int) -> str:
-        tok = tokenized[number]
-        if detokenize_only(tok) != canonical[number]:
-            return "tokenize"
-        if without_bpe(truecaser(tok)) != canonical[number]:
-            return "truecase"
-        return "bpe"
-
-    outputs = []
-    bpe_not_reversible = 0
-    for tok in tokenized:
-        forward = truecaser(tok)
-        if bpe is not None:
-            segmented = bpe(forward)
-            bpe_not_reversible += remove_bpe(segmented) != forward
-            forward = segmented
-        outputs.append(inverse(forward))
-
-    def compared(references: Sequence[str]) -> Iterable[tuple[int, str, str, str]]:
-        for index, (reference, output) in enumerate(zip(references, outputs, strict=True)):
-            stage = "" if reference == output else stage_of(index)
-            if reference != output and outputs[index] == canonical[index]:
-                stage = "normalize"
-            yield index + 1, reference, output, stage
-
-    report = {
-        "lang": lang,
-        "lines": len(lines),
-        "settings": {
-            "normalize": normalize,
-            "aggressive_dash_splits": aggressive_dash_splits,
-            "escape": escape,
-            "truecase_trained_on": "the lines themselves" if truecase_training is None else "given text",
-            "bpe": bpe is not None,
-        },
-        "inverse": _tally(compared(canonical), len(lines), max_examples),
-        "bpe_lines_not_reversible": bpe_not_reversible,
+    truecased = [truecaser(line) for line in tokenized]
+    forward = ForwardText(
+        raw=lines,
+        canonical=canonical,
+        tokenized=tokenized,
+        truecased=truecased,
+        segmented=[bpe(line) for line in truecased] if bpe is not None else None,
+    )
+    report = measure(forward, lang, detruecase=True, normalized=normalize, max_examples=max_examples)
+    report["settings"] = {
+        "normalize": normalize,
+        "aggressive_dash_splits": aggressive_dash_splits,
+        "escape": escape,
+        "truecase_trained_on": "the lines themselves" if truecase_training is None else "given text",
+        "bpe": bpe is not None,
     }
-    if normalize:
-        report["normalization_changed_lines"] = sum(a != b for a, b in zip(lines, canonical, strict=True))
-        report["end_to_end"] = _tally(compared(lines), len(lines), max_examples)
     return report

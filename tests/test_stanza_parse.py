@@ -4,11 +4,15 @@ English PUD (slow), a Moses-tokenised corpus parsed line by line with the escape
 
 from __future__ import annotations
 
+import json
+
+import pandas as pd
 import pytest
 
 from nmtvariants.cli import main
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines, write_lines
+from nmtvariants.syntax.attachment import attachment_scores
 from nmtvariants.syntax.conllu import read_conllu, write_conllu
 from nmtvariants.syntax.stanza_parse import StanzaModels, parse_file
 from nmtvariants.syntax.stanza_train import StanzaSizes, train_stanza
@@ -95,3 +99,126 @@ def test_tiny_offline_parser_parses_moses_tokens_line_by_line(real_data, tmp_pat
     write_lines(corpus, ["a b .", ""])
     with pytest.raises(InputError, match=r"corpus.tok:2: empty line"):
         parse_file(corpus, tmp_path / "never.conllu", models)
+
+
+# --- UAS / LAS ---------------------------------------------------------------------------------
+
+GOLD = """# text = I don't like cats.
+1\tI\tI\tPRON\t_\t_\t4\tnsubj\t_\t_
+2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_
+2\tdo\tdo\tAUX\t_\t_\t4\taux\t_\t_
+3\tn't\tnot\tPART\t_\t_\t4\tadvmod\t_\t_
+4\tlike\tlike\tVERB\t_\t_\t0\troot\t_\t_
+5\tcats\tcat\tNOUN\t_\t_\t4\tobj\t_\t_
+6\t.\t.\tPUNCT\t_\t_\t4\tpunct\t_\t_
+
+# text = Her cat sleeps.
+1\tHer\ther\tPRON\t_\t_\t2\tnmod:poss\t_\t_
+2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\tsleeps\tsleep\tVERB\t_\t_\t0\troot\t_\t_
+4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_
+
+"""
+# do: wrong UPOS; n't: wrong head; cats: right head, wrong relation; '.': wrong head (punctuation
+# counts); Her: `nmod` for `nmod:poss` (LAS compares the universal relation, so it is right).
+PREDICTED = """# text = I don't like cats.
+1\tI\tI\tPRON\t_\t_\t4\tnsubj\t_\t_
+2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_
+2\tdo\tdo\tVERB\t_\t_\t4\taux\t_\t_
+3\tn't\tnot\tPART\t_\t_\t2\tadvmod\t_\t_
+4\tlike\tlike\tVERB\t_\t_\t0\troot\t_\t_
+5\tcats\tcat\tNOUN\t_\t_\t4\tnsubj\t_\t_
+6\t.\t.\tPUNCT\t_\t_\t5\tpunct\t_\t_
+
+# text = Her cat sleeps.
+1\tHer\ther\tPRON\t_\t_\t2\tnmod\t_\t_
+2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\tsleeps\tsleep\tVERB\t_\t_\t0\troot\t_\t_
+4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_
+
+"""
+
+
+def conll18_scores(gold_path, predicted_path) -> dict[str, float]:
+    """The CoNLL 2018 shared task's scorer (udtools, as Stanza ships it), in percent."""
+    from stanza.models.common.utils import ud_scores
+
+    evaluation = ud_scores(str(gold_path), str(predicted_path))
+    return {metric.lower(): 100 * evaluation[metric].f1 for metric in ("UPOS", "UAS", "LAS")}
+
+
+def test_attachment_scores_by_hand_and_by_the_conll18_scorer(tmp_path):
+    gold_path, predicted_path = tmp_path / "gold.conllu", tmp_path / "pred.conllu"
+    gold_path.write_text(GOLD)
+    predicted_path.write_text(PREDICTED)
+    scores = attachment_scores(read_conllu(gold_path), read_conllu(predicted_path))
+    # 10 words: UPOS 9 right, heads 8 (not n't, not '.'), head + universal relation 7 (not cats)
+    assert scores == {"sentences": 2, "words": 10, "upos": 90.0, "uas": 80.0, "las": 70.0}
+    assert conll18_scores(gold_path, predicted_path) == pytest.approx(
+        {key: scores[key] for key in ("upos", "uas", "las")}
+    )
+
+    other = read_conllu(predicted_path)
+    other[1].words[0].form = "His"
+    with pytest.raises(InputError, match="sentence 2 has other words"):
+        attachment_scores(read_conllu(gold_path), other)
+    with pytest.raises(InputError, match="has 2 sentences, predicted 1"):
+        attachment_scores(read_conllu(gold_path), other[:1])
+
+
+@pytest.mark.slow
+def test_tiny_parser_trained_offline_on_ewt_is_scored_and_parses(real_data, tmp_path):
+    """The workflow's parser path on a small slice of UD English EWT: `stanza-train` (the CLI the rule
+    runs, no downloaded models), `stanza-score` (UAS/LAS equal to the CoNLL 2018 scorer's), the parser
+    table, and `parse` of Moses tokens with the same model folder."""
+    folder = real_data(*(f"ud-ewt/en_ewt-ud-{split}.conllu.gz" for split in ("train", "dev", "test")))
+    slices = {"train": 200, "dev": 30, "test": 60}
+    for split, count in slices.items():
+        write_conllu(
+            tmp_path / f"{split}.conllu", read_conllu(folder / f"ud-ewt/en_ewt-ud-{split}.conllu.gz")[:count]
+        )
+    models = tmp_path / "models"
+    tiny = ["--tagger-hidden", "32", "--parser-hidden", "32", "--char-hidden", "16",
+            "--biaffine-hidden", "32", "--composite-hidden", "16", "--parser-layers", "1",
+            "--batch-size", "500"]  # fmt: skip
+    train = ["stanza-train", "--train", str(tmp_path / "train.conllu"), "--dev", str(tmp_path / "dev.conllu")]
+    assert main([*train, "--lang", "en", "--model-dir", str(models), "--tagger-steps", "10",
+                 "--parser-steps", "30", *tiny]) == 0  # fmt: skip
+    record = json.loads((models / "en_training.json").read_text())
+    assert record["train_sentences"] == 200 and record["parser_steps"] == 30
+    assert record["sizes"]["parser_hidden"] == 32
+
+    gold, pred, scores_path = tmp_path / "test.conllu", tmp_path / "pred.conllu", tmp_path / "en.scores.json"
+    argv = ["stanza-score", "--gold", str(gold), "--lang", "en", "--model-dir", str(models)]
+    assert main([*argv, "--pred", str(pred), "--json", str(scores_path), "--device", "cpu"]) == 0
+    scores = json.loads(scores_path.read_text())
+    gold_sentences, predicted = read_conllu(gold), read_conllu(pred)
+    assert [s.forms for s in predicted] == [s.forms for s in gold_sentences]
+    assert [s.multiword for s in predicted] == [s.multiword for s in gold_sentences]
+    assert scores["sentences"] == 60 and scores["words"] == sum(len(s.words) for s in gold_sentences)
+    assert {key: scores[key] for key in ("upos", "uas", "las")} == pytest.approx(conll18_scores(gold, pred))
+    assert 0 < scores["las"] <= scores["uas"] <= 100 and scores["training"] == record
+
+    table = tmp_path / "parser.md"
+    assert main(["bugliarello2020-parser-table", "--scores", str(scores_path), "--out", str(table)]) == 0
+    row = pd.read_csv(table.with_suffix(".csv")).iloc[0]
+    assert (row["lang"], row["train sentences"], row["parser steps"]) == ("en", 200, 30)
+    assert row["LAS"] == round(scores["las"], 2) and "UAS" in table.read_text()
+
+    corpus = tmp_path / "corpus.tok"
+    write_lines(corpus, ["Tom &apos;s dog sleeps .", "I do n&apos;t know ."])
+    out = tmp_path / "corpus.conllu"
+    argv = [
+        "parse",
+        str(corpus),
+        "-o",
+        str(out),
+        "--lang",
+        "en",
+        "--model-dir",
+        str(models),
+        "--device",
+        "cpu",
+    ]
+    assert main(argv) == 0
+    assert [" ".join(s.forms) for s in read_conllu(out)] == list(read_lines(corpus))

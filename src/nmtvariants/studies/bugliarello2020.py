@@ -313,3 +313,29 @@ def ablation_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         rows, columns=["task", "variant", "layer", "heads", "variance", "q", "BLEU", "delta", "mark"]
     )
     return frame.sort_values(["task", "layer", "variance"], kind="stable").reset_index(drop=True)
+
+
+def parser_table(paths: Sequence[PathLike]) -> pd.DataFrame:
+    """The Stanza parser(s) the study parses with: one row per ``stanza-score`` JSON (treebank test set,
+    gold words), with what each was trained on and for how long."""
+    rows = []
+    for path in paths:
+        document = _read_json(path)
+        training = document.get("training") or {}
+        try:
+            rows.append(
+                {
+                    "lang": document["lang"],
+                    "test set": Path(document["gold"]).parent.parent.name + " " + Path(document["gold"]).stem,
+                    "train sentences": training.get("train_sentences"),
+                    "tagger steps": training.get("tagger_steps"),
+                    "parser steps": training.get("parser_steps"),
+                    "words": document["words"],
+                    "UPOS": round(float(document["upos"]), 2),
+                    "UAS": round(float(document["uas"]), 2),
+                    "LAS": round(float(document["las"]), 2),
+                }
+            )
+        except KeyError as error:
+            raise InputError(f"{path}: no {error.args[0]}; re-run `nmtvariants stanza-score`") from None
+    return pd.DataFrame(rows)

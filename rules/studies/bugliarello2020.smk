@@ -16,9 +16,12 @@
 # Experiments listed in `studies.bugliarello2020.ablations` go to Table 3 only (without any, Table 3
 # lists the PASCAL variants of the Table 1 experiments).
 #
-# Not wired: the multi-task baseline (Currey & Heafield). `nmtvariants multitask-corpus` writes its
-# corpus, but training on it needs a derived corpus (its own joint vocabulary and tagged test sources)
-# that the workflow's corpora cannot yet declare.
+#   dep_labels (S&H): `inputs: {sennrich_haddow: {aux: [dep_labels], aux_labels: {dep_labels: 37}}}`.
+# The multi-task baseline (Currey & Heafield) is a Transformer (no switches) on a derived corpus:
+# `inputs: {<variant>: {derived: multitask}}` makes its run read data/<corpus>/<pair>/derived/multitask/
+# (nmtvariants.config.bpe_folder): the training split doubled (<TR> source -> target, <PA> source ->
+# linearised parse of the source), tagged valid and test sources, the valid targets, and a joint
+# vocabulary of the derived training files (nmtvariants.syntax.linearize).
 
 from nmtvariants.studies import bugliarello2020_plan as b20
 
@@ -37,6 +40,9 @@ B20_TASKS = b20.figure_tasks(config)
 B20_TREEBANKS = B20_SETTINGS["parser_treebanks"]
 B20_PARSER_LANGS = b20.parsed_languages(config, CORPORA)
 B20_PARSER_DIR = B20_SETTINGS["parser_models"]
+B20_MULTITASK = "data/{corpus}/{src}-{tgt}/derived/multitask"
+B20_TRAIN_SPLITS = {corpus["train"] for corpus in CORPORA.values()}
+B20_VALID_SPLITS = {corpus["valid"] for corpus in CORPORA.values()}
 
 if B20_MAIN:
     register_table(B20, b20.TABLE1)
@@ -224,6 +230,95 @@ rule bugliarello2020_dep_labels:
         runtime=30,
     shell:
         "nmtvariants dep-labels --conllu {input.conllu:q} --bpe {input.bpe:q} -o {output:q} > {log:q} 2>&1"
+
+
+# --- the multi-task baseline's derived corpus --------------------------------------------------
+
+
+ruleorder:
+    bugliarello2020_multitask_train
+    > bugliarello2020_multitask_valid
+    > bugliarello2020_multitask_source
+
+
+rule bugliarello2020_multitask_train:
+    input:
+        src="data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+        tgt="data/{corpus}/{src}-{tgt}/bpe/{split}.{tgt}",
+        conllu="data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
+    output:
+        src=f"{B20_MULTITASK}/{{split}}.{{src}}",
+        tgt=f"{B20_MULTITASK}/{{split}}.{{tgt}}",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
+    wildcard_constraints:
+        split=b20.regex(B20_TRAIN_SPLITS),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "nmtvariants multitask-corpus --source {input.src:q} --target {input.tgt:q} --conllu {input.conllu:q}"
+        " --out-source {output.src:q} --out-target {output.tgt:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_multitask_valid:
+    input:
+        src="data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+        tgt="data/{corpus}/{src}-{tgt}/bpe/{split}.{tgt}",
+    output:
+        src=f"{B20_MULTITASK}/{{split}}.{{src}}",
+        tgt=f"{B20_MULTITASK}/{{split}}.{{tgt}}",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
+    wildcard_constraints:
+        split=b20.regex(B20_VALID_SPLITS),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants multitask-corpus --source {input.src:q} --target {input.tgt:q}"
+        " --out-source {output.src:q} --out-target {output.tgt:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_multitask_source:
+    input:
+        "data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+    output:
+        f"{B20_MULTITASK}/{{split}}.{{src}}",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.{src}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants multitask-corpus --source {input:q} --out-source {output:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_multitask_vocab:
+    input:
+        src=lambda wc: f"{B20_MULTITASK.format(**wc)}/{CORPORA[wc.corpus]['train']}.{wc.src}",
+        tgt=lambda wc: f"{B20_MULTITASK.format(**wc)}/{CORPORA[wc.corpus]['train']}.{wc.tgt}",
+    output:
+        f"{B20_MULTITASK}/vocab.txt",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/vocab.log",
+    conda:
+        "../../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
 
 
 # --- evaluation: significance against the Transformer, BLEU by source length -------------------

@@ -90,10 +90,16 @@ def experiments(config: Mapping[str, Any]) -> dict[str, Any]:
     return {name: spec for name, spec in (config.get("experiments") or {}).items() if spec["study"] == STUDY}
 
 
+def derived(config: Mapping[str, Any], experiment: str, variant: str) -> str | None:
+    """The derived corpus a variant trains on (``inputs: {derived: multitask}``), or None."""
+    return ((experiments(config)[experiment].get("inputs") or {}).get(variant) or {}).get("derived")
+
+
 def baseline_variant(config: Mapping[str, Any], experiment: str) -> str:
-    """The Transformer of an experiment: its first variant without switches."""
+    """The Transformer of an experiment: its first variant without switches that trains on the corpus
+    itself (the multi-task baseline has no switches either, but a derived corpus)."""
     for variant, switches in experiments(config)[experiment]["variants"].items():
-        if not switches:
+        if not switches and not derived(config, experiment, variant):
             return variant
     raise ConfigError(
         f"experiments.{experiment}.variants: the PASCAL study compares against a Transformer; add a "
@@ -135,7 +141,7 @@ def entries(
         for pair in spec["pairs"]:
             for testset in spec["evaluate"]["testsets"]:
                 for variant, switches in spec["variants"].items():
-                    if pascal_only and "pascal" not in (switches or {}):
+                    if pascal_only and ("pascal" not in (switches or {}) or derived(config, name, variant)):
                         continue
                     folder = f"results/{name}/{pair}/{variant}"
                     out.append(
@@ -145,6 +151,7 @@ def entries(
                             "testset": testset,
                             "variant": variant,
                             "switches": dict(switches or {}),
+                            "derived": derived(config, name, variant),
                             "scores": f"{folder}/{testset}.scores.json",
                             "significance": None
                             if variant == baseline

@@ -129,7 +129,7 @@ rule bugliarello2020_stanza_train:
         mem_mb=8000,
         runtime=240,
     params:
-        models=B20_PARSER_DIR,
+        models=lambda wc, output: str(Path(output.parser).parent),
         options=b20.parser_train_args(config),
         seed=config["seed"],
     shell:
@@ -156,7 +156,7 @@ rule bugliarello2020_parser_score:
         mem_mb=8000,
         runtime=120,
     params:
-        models=B20_PARSER_DIR,
+        models=lambda wc, input: str(Path(input.parser).parent),
     shell:
         "OMP_NUM_THREADS={threads} nmtvariants stanza-score --gold {input.gold:q} --lang {wildcards.lang:q}"
         " --model-dir {params.models:q} --pred {output.pred:q} --json {output.scores:q} > {log:q} 2>&1"

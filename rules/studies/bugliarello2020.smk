@@ -128,14 +128,17 @@ rule bugliarello2020_stanza_train:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=1 if b20.parser_train(config)["device"].startswith("cuda") else 0,
     params:
         models=lambda wc, output: str(Path(output.parser).parent),
         options=b20.parser_train_args(config),
         seed=config["seed"],
     shell:
-        "OMP_NUM_THREADS={threads} nmtvariants stanza-train --train {input.train:q} --dev {input.dev:q}"
-        " --lang {wildcards.lang:q} --model-dir {params.models:q} {params.options:q} --seed {params.seed:q}"
-        " > {log:q} 2>&1"
+        "OMP_NUM_THREADS={threads} "
+        + launch(
+            "stanza-train --train {input.train:q} --dev {input.dev:q} --lang {wildcards.lang:q}"
+            " --model-dir {params.models:q} {params.options:q} --seed {params.seed:q} > {log:q} 2>&1"
+        )
 
 
 rule bugliarello2020_parser_score:

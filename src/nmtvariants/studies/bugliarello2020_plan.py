@@ -3,10 +3,13 @@
 The study's tables are over every experiment with ``study: bugliarello2020``: Table 1 and Figure 2 over
 those not listed in ``studies.bugliarello2020.ablations``, Table 3 over the PASCAL variants of the listed
 ones (or, with none listed, of the Table 1 experiments). Each experiment's Transformer is its first
-variant without switches; the significance tests compare every other variant with it. The functions
-here turn the config into the tables' manifests (one entry per task and system, with the result files
-the table reads) and the rules' input paths; they live in the library because Snakemake's lint wants
-no function definitions beside rules.
+variant without switches that trains on the corpus itself (the multi-task baseline, also without
+switches, trains on a derived corpus: ``inputs: {<variant>: {derived: multitask}}``); the significance
+tests compare every other variant with it. With a corpus that Stanza parses, the parser the workflow
+trains (``parser_treebanks``, ``parser_train``) is scored on its treebank's test set (``PARSER_TABLE``).
+The functions here turn the config into the tables' manifests (one entry per task and system, with the
+result files the table reads) and the rules' input paths; they live in the library because Snakemake's
+lint wants no function definitions beside rules.
 """
 
 from __future__ import annotations

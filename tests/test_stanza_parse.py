@@ -5,9 +5,11 @@ English PUD (slow), a Moses-tokenised corpus parsed line by line with the escape
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
+from workflow_configs import REPO, snakemake
 
 from nmtvariants.cli import main
 from nmtvariants.errors import InputError
@@ -206,19 +208,25 @@ def test_tiny_parser_trained_offline_on_ewt_is_scored_and_parses(real_data, tmp_
     assert row["LAS"] == round(scores["las"], 2) and "UAS" in table.read_text()
 
     corpus = tmp_path / "corpus.tok"
-    write_lines(corpus, ["Tom &apos;s dog sleeps .", "I do n&apos;t know ."])
+    lines = ["Tom &apos;s dog sleeps .", "I do n&apos;t know ."]
+    write_lines(corpus, lines)
     out = tmp_path / "corpus.conllu"
-    argv = [
-        "parse",
-        str(corpus),
-        "-o",
-        str(out),
-        "--lang",
-        "en",
-        "--model-dir",
-        str(models),
-        "--device",
-        "cpu",
-    ]
-    assert main(argv) == 0
-    assert [" ".join(s.forms) for s in read_conllu(out)] == list(read_lines(corpus))
+    argv = ["parse", str(corpus), "-o", str(out), "--lang", "en", "--model-dir", str(models)]
+    assert main([*argv, "--device", "cpu"]) == 0
+    assert [" ".join(s.forms) for s in read_conllu(out)] == lines
+
+    # The workflow's parse rule (real-data config) loads the models from `parser_models`; only that rule
+    # may run, so the files upstream of its inputs stand as given.
+    work = tmp_path / "wf"
+    shutil.copytree(models, work / "elsewhere/stanza")
+    write_lines(work / "data/multi30k/en-de/tc/test_2016_flickr.en", lines)
+    target = "data/multi30k/en-de/parse/test_2016_flickr.en.conllu"
+    result = snakemake(
+        "--cores", "1", "-p", "--configfile", str(REPO / "experiments/multi30k_bugliarello2020.yaml"),
+        "--config", "studies={bugliarello2020: {parser_models: elsewhere/stanza}}", "-s",
+        str(REPO / "Snakefile"), "--directory", str(work), "--allowed-rules", "bugliarello2020_parse",
+        "--", target,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--model-dir elsewhere/stanza" in result.stdout + result.stderr
+    assert read_conllu(work / target) == read_conllu(out)  # the same models gave the same parse

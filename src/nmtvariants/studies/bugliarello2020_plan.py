@@ -28,9 +28,10 @@ DEFAULTS: dict[str, Any] = {
     "length_edges": [10, 20, 30, 40, 50],
     "ablations": [],
 }
-# A parser that trains in minutes on one CPU core (about 3 + 4 minutes on EWT): Stanza's reduced sizes
-# of nmtvariants.syntax.stanza_train. The real run sets larger step counts (Stanza's full recipe is 50k
-# steps at hidden 400 on a GPU).
+# A parser that trains in minutes on one CPU core, at the reduced sizes of nmtvariants.syntax.stanza_train:
+# an estimate of 5-10 minutes from the timings of conventions-and-feasibility §A3 (PUD: 400 parser steps
+# at hidden 128 in 227 s, 150 tagger steps in 190 s), not measured on EWT. A useful parser needs more
+# steps (Stanza's full recipe: 50k steps at hidden 400 on a GPU; experiments/bugliarello2020.yaml).
 PARSER_TRAIN: dict[str, Any] = {"tagger_steps": 200, "parser_steps": 400, "device": "cpu"}
 PARSER_TABLE = f"results/tables/{STUDY}/parser.md"
 STREAM_MODES = {"x2": "middle", "first": "first"}  # inputs/<split>.parents_<mode> -> `parents --mode`

@@ -4,6 +4,8 @@ English PUD (slow), a Moses-tokenised corpus parsed line by line with the escape
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import shutil
 
@@ -12,6 +14,7 @@ import pytest
 from workflow_configs import REPO, snakemake
 
 from nmtvariants.cli import main
+from nmtvariants.corpora.catalogue import get_corpus
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines, write_lines
 from nmtvariants.syntax.attachment import attachment_scores
@@ -230,3 +233,22 @@ def test_tiny_parser_trained_offline_on_ewt_is_scored_and_parses(real_data, tmp_
     assert result.returncode == 0, result.stdout + result.stderr
     assert "--model-dir elsewhere/stanza" in result.stdout + result.stderr
     assert read_conllu(work / target) == read_conllu(out)  # the same models gave the same parse
+
+
+def test_the_ewt_treebank_downloads_from_the_mirror_as_conllu(real_data, tmp_path):
+    """`ud_ewt` (the parser's training data): the mirror's gzip files give train/dev/test.conllu with
+    the treebank's sentence counts; upstream, dev and test are pinned to the same content."""
+    names = [f"ud-ewt/en_ewt-ud-{split}.conllu.gz" for split in ("train", "dev", "test")]
+    mirror = real_data(*names)
+    dest = tmp_path / "ud_ewt"
+    assert main(["download", "ud_ewt", "--dest", str(dest), "--mirror", str(mirror)]) == 0
+    manifest = json.loads((dest / "manifest.json").read_text())
+    assert manifest["recipe"] == "mirror-layout"
+    counts = {split: len(read_conllu(dest / f"{split}.conllu")) for split in ("train", "dev", "test")}
+    assert counts == {"train": 12544, "dev": 2001, "test": 2077}  # shared/data/README.md §9
+    upstream = get_corpus("ud_ewt").recipe
+    for split, name in zip(("train", "dev", "test"), names, strict=True):
+        content = gzip.decompress((mirror / name).read_bytes())
+        assert (dest / f"{split}.conllu").read_bytes() == content
+        pin = upstream.file(f"en_ewt-ud-{split}.conllu").sha256
+        assert pin == (None if split == "train" else hashlib.sha256(content).hexdigest())

@@ -12,11 +12,11 @@
 # and sizes in `parser_train`) and scores them on the treebank's test set (parser.md: UPOS, UAS, LAS
 # on gold words, CoNLL 2018 conventions); other languages' models are the user's.
 # Streams, data/<corpus>/<pair>/inputs/<split>.<name>, line-parallel with bpe/<split>.<src>:
-#   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H).
+#   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H:
+#   `inputs: {sennrich_haddow: {aux: [dep_labels], aux_labels: {dep_labels: 37}}}`).
 # Experiments listed in `studies.bugliarello2020.ablations` go to Table 3 only (without any, Table 3
 # lists the PASCAL variants of the Table 1 experiments).
 #
-#   dep_labels (S&H): `inputs: {sennrich_haddow: {aux: [dep_labels], aux_labels: {dep_labels: 37}}}`.
 # The multi-task baseline (Currey & Heafield) is a Transformer (no switches) on a derived corpus:
 # `inputs: {<variant>: {derived: multitask}}` makes its run read data/<corpus>/<pair>/derived/multitask/
 # (nmtvariants.config.bpe_folder): the training split doubled (<TR> source -> target, <PA> source ->

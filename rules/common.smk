@@ -2,6 +2,7 @@ import re
 from pathlib import Path
 
 from nmtvariants.config import (
+    bpe_folder,
     canonical_json,
     content_id,
     decode_settings,
@@ -342,9 +343,10 @@ def run_resource(key):
 
 
 def run_bpe(wildcards, name):
-    """data/<corpus>/<pair>/bpe/<name> of the run's corpus and pair."""
+    """data/<corpus>/<pair>/bpe/<name> of the run's corpus and pair (derived/<name>/ for a run on a
+    derived corpus: nmtvariants.config.bpe_folder)."""
     run = RUNS[wildcards.run]
-    return f"data/{run.corpus}/{run.pair}/bpe/{name}"
+    return f"{bpe_folder(run.corpus, run.pair, run.inputs)}/{name}"
 
 
 def decode_setting(wildcards, key):

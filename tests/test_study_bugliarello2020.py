@@ -4,16 +4,20 @@ what its targets plan on the real planner (`snakemake -n`)."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
-from workflow_configs import default_config_with, dry_run_jobs, snakemake
+from test_multitask import recursive
+from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.cli import main as cli_main
 from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.fileio import read_lines, write_lines
 from nmtvariants.studies.bugliarello2020 import (
     ablation_table,
     gold_parse,
@@ -316,20 +320,114 @@ def test_the_default_dag_builds_every_registered_table_and_figure():
     assert set(target["input"].split(", ")) == wanted
 
 
-def test_the_sh_switch_adds_the_label_stream_and_a_table1_row(tmp_path):
-    """The documented switch in config.yaml: the S&H variant and its label stream."""
-    config = default_config_with({})
+def with_sh_and_multitask() -> dict:
+    """config.yaml with its commented S&H and multi-task lines uncommented (the documented switches)."""
+    text = (REPO / "config.yaml").read_text(encoding="utf-8")
+    switched = re.sub(r"^( +)# ((?:sennrich_haddow|multitask): \{)", r"\1\2", text, flags=re.M)
+    config = yaml.safe_load(switched)
     experiment = config["experiments"]["bugliarello2020"]
-    experiment["variants"]["sennrich_haddow"] = {"sennrich_haddow": {}}
-    experiment["inputs"]["sennrich_haddow"] = {"aux": ["dep_labels"], "aux_labels": {"dep_labels": 37}}
+    assert set(experiment["variants"]) >= {"sennrich_haddow", "multitask"}, "config.yaml's comments moved"
+    assert experiment["inputs"]["multitask"] == {"derived": "multitask"}
+    return config
+
+
+def test_the_sh_and_multitask_switches_add_their_inputs_runs_and_table1_rows(tmp_path):
+    """The documented switches in config.yaml: the S&H variant with its label stream, the multi-task
+    baseline with its derived corpus (training, valid and test files, vocabulary) and decoding on it."""
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    path.write_text(yaml.safe_dump(with_sh_and_multitask(), sort_keys=False), encoding="utf-8")
     jobs = plan("--configfile", str(path), "--", "results/tables/bugliarello2020/table1.md")
     rules = counts(jobs)
-    assert rules["train"] == 4 and rules["bugliarello2020_dep_labels"] == 3
+    assert rules["train"] == 5 and rules["bugliarello2020_dep_labels"] == 3
+    assert rules["bugliarello2020_significance"] == 4
+    derived = "data/toyworld/en-de/derived/multitask"
+    made = {job["rule"]: job["output"] for job in jobs if "multitask" in job["rule"]}
+    assert made == {
+        "bugliarello2020_multitask_train": f"{derived}/train.en, {derived}/train.de",
+        "bugliarello2020_multitask_valid": f"{derived}/valid.en, {derived}/valid.de",
+        "bugliarello2020_multitask_source": f"{derived}/test.en",
+        "bugliarello2020_multitask_vocab": f"{derived}/vocab.txt",
+    }
+    trainings = [json.loads(shlex.split(job["shell"])[shlex.split(job["shell"]).index("--config-json") + 1])
+                 for job in jobs if job["rule"] == "train"]  # fmt: skip
+    (multitask,) = [run["data"] for run in trainings if run["data"]["vocab"].startswith(derived)]
+    assert multitask == {
+        "train_src": f"{derived}/train.en",
+        "train_tgt": f"{derived}/train.de",
+        "valid_src": f"{derived}/valid.en",
+        "valid_tgt": f"{derived}/valid.de",
+        "vocab": f"{derived}/vocab.txt",
+    }
+    translations = [job["shell"] for job in jobs if job["rule"] == "translate"]
+    assert sum(f"--input {derived}/test.en" in shell for shell in translations) == 1
+    assert sum(f"--vocab {derived}/vocab.txt" in shell for shell in translations) == 1
     (table,) = [job for job in jobs if job["rule"] == "bugliarello2020_table1"]
     manifest = json.loads(shlex.split(table["shell"])[shlex.split(table["shell"]).index("--manifest") + 1])
-    assert [item["variant"] for item in manifest] == ["transformer", "pascal", "lisa", "sennrich_haddow"]
+    assert [(item["variant"], item["derived"]) for item in manifest] == [
+        ("transformer", None),
+        ("pascal", None),
+        ("lisa", None),
+        ("sennrich_haddow", None),
+        ("multitask", "multitask"),
+    ]
+    assert manifest[-1]["significance"] == "results/bugliarello2020/en-de/multitask/test.significance.json"
+
+
+def test_table1_names_the_multitask_baseline_from_its_derived_corpus(tmp_path):
+    rows = [
+        entry(tmp_path, "transformer", {}, 30.0),
+        {**entry(tmp_path, "multitask", {}, 30.5, sig=(0.5, 0.2)), "derived": "multitask"},
+        entry(tmp_path, "pascal", {"pascal": {}}, 31.0, sig=(1.0, 0.005)),
+    ]
+    table = main_table(rows)
+    assert list(table["system"]) == ["Transformer", "+multi-task", "+PASCAL"]
+    assert list(table["mark"]) == ["", "", "‡"]
+
+
+@pytest.mark.slow  # ~30 s: four Snakemake jobs, each starting the CLI
+def test_the_multitask_rules_write_the_derived_corpus_of_toyworld_lines(tmp_path):
+    """The derived-corpus rules on a few toyworld sentences (gold trees, words split into subwords),
+    run by Snakemake from their inputs: the training split doubled with <TR>/<PA> sources and the
+    linearised gold trees as parse targets (checked against the recursive definition), tagged valid
+    and test sources, the valid targets copied, and a vocabulary holding the tags and brackets."""
+    raw = tmp_path / "toyworld"
+    assert cli_main(["toyworld", "--outdir", str(raw), "--train", "4", "--valid", "2", "--test", "2",
+                     "--contrawsd", "1", "--image-size", "8"]) == 0  # fmt: skip
+    work = tmp_path / "wf"
+    base = work / "data/toyworld/en-de"
+
+    def subwords(words: list[str]) -> str:  # a valid BPE segmentation: long words in two pieces
+        return " ".join(f"{w[:3]}@@ {w[3:]}" if len(w) > 4 else w for w in words)
+
+    trees = {}
+    for split in ("train", "valid", "test"):
+        trees[split] = read_conllu(raw / f"raw/{split}.en.conllu")
+        write_lines(base / f"bpe/{split}.en", [subwords(tree.forms) for tree in trees[split]])
+        write_lines(base / f"bpe/{split}.de", read_lines(raw / f"raw/{split}.de"))
+    (base / "parse").mkdir()
+    shutil.copy(raw / "raw/train.en.conllu", base / "parse/train.en.conllu")
+    derived = "data/toyworld/en-de/derived/multitask"
+    targets = [f"{derived}/{name}" for name in ("train.en", "train.de", "valid.en", "valid.de", "test.en")]
+    targets.append(f"{derived}/vocab.txt")
+    config = default_config_with({})  # the study's experiment alone: a small DAG to plan
+    config["experiments"] = {"bugliarello2020": config["experiments"]["bugliarello2020"]}
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    workflow = ["-s", str(REPO / "Snakefile"), "--configfile", str(work / "config.yaml")]
+    result = snakemake("--cores", "1", *workflow, "--directory", str(work), "--", *targets)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = {name: list(read_lines(work / derived / name)) for name in ("train.en", "train.de", "valid.en",
+           "valid.de", "test.en", "vocab.txt")}  # fmt: skip
+    bpe = {split: list(read_lines(base / f"bpe/{split}.en")) for split in trees}
+    german = list(read_lines(base / "bpe/train.de"))
+    assert out["train.en"] == [f"<TR> {line} <TR>" for line in bpe["train"]] + [
+        f"<PA> {line} <PA>" for line in bpe["train"]
+    ]
+    assert out["train.de"] == german + [recursive(tree) for tree in trees["train"]]
+    assert out["valid.en"] == [f"<TR> {line} <TR>" for line in bpe["valid"]]
+    assert out["valid.de"] == list(read_lines(base / "bpe/valid.de"))
+    assert out["test.en"] == [f"<TR> {line} <TR>" for line in bpe["test"]]
+    tokens = {line.split()[0] for line in out["vocab.txt"]}
+    assert {"<TR>", "<PA>", "(root", "(nsubj", ")"} <= tokens
 
 
 def test_the_full_config_parses_with_stanza_from_the_configured_models():
@@ -343,6 +441,39 @@ def test_the_full_config_parses_with_stanza_from_the_configured_models():
     assert all("--model-dir models/stanza" in job["shell"] for job in parses)
     tables = counts(jobs)
     assert tables["train"] == 10 and "bugliarello2020_table1" not in tables  # 9 PASCAL runs + Transformer
+
+
+def test_the_multi30k_config_parses_with_the_parser_it_trains_on_ewt():
+    """The real-data config: UD EWT from the mirror -> `stanza-train` into parser_models -> every
+    English split parsed through --model-dir with those models as inputs; the parser table scores
+    them on EWT test."""
+    jobs = plan(
+        "--configfile", "experiments/multi30k_bugliarello2020.yaml", "--config", "mirror=/work/shared/data",
+        "--", "results/tables/bugliarello2020/parser.md", "results/tables/bugliarello2020/table1.md",
+    )  # fmt: skip
+    by_rule = {job["rule"]: job for job in jobs}
+    assert by_rule["bugliarello2020_treebank_download"]["shell"].startswith(
+        "nmtvariants download ud_ewt --dest data/ud_ewt/raw --mirror /work/shared/data"
+    )
+    trainer = by_rule["bugliarello2020_stanza_train"]
+    assert (
+        trainer["output"]
+        == "models/stanza/en_tagger.pt, models/stanza/en_parser.pt, models/stanza/en_training.json"
+    )
+    assert "--tagger-steps 200" in trainer["shell"] and "--parser-steps 400" in trainer["shell"]
+    parses = [job for job in jobs if job["rule"] == "bugliarello2020_parse"]
+    assert {job["output"] for job in parses} == {
+        f"data/multi30k/en-de/parse/{split}.en.conllu"
+        for split in ("train", "valid", "test_2016_flickr", "test_2018_flickr")
+    }
+    for job in parses:
+        assert "models/stanza/en_parser.pt" in job["input"] and "--model-dir models/stanza" in job["shell"]
+    score = by_rule["bugliarello2020_parser_score"]
+    assert "data/ud_ewt/raw/test.conllu" in score["input"] and "stanza-score" in score["shell"]
+    assert by_rule["bugliarello2020_parser_table"]["output"].startswith(
+        "results/tables/bugliarello2020/parser.md"
+    )
+    assert counts(jobs)["train"] == 3 and counts(jobs)["bugliarello2020_significance"] == 4
 
 
 def test_an_experiment_without_a_transformer_is_refused_at_start_up(tmp_path):

@@ -6,15 +6,22 @@
 #
 # Parses are of the truecased Moses tokens the BPE was applied to (data/<corpus>/<pair>/tc/, the cleaned
 # lines for the training split): gold trees moved onto them for toyworld, Stanza on them elsewhere
-# (models from `studies.bugliarello2020.parser_models`, trained offline by `nmtvariants stanza-train`).
+# (models from `studies.bugliarello2020.parser_models`). For a language with a treebank in
+# `parser_treebanks` (default: English on UD EWT, downloaded by the catalogue's `ud_ewt`, mirror first)
+# the workflow trains the tagger and parser there offline (`nmtvariants stanza-train`, the step budget
+# and sizes in `parser_train`) and scores them on the treebank's test set (parser.md: UPOS, UAS, LAS
+# on gold words, CoNLL 2018 conventions); other languages' models are the user's.
 # Streams, data/<corpus>/<pair>/inputs/<split>.<name>, line-parallel with bpe/<split>.<src>:
-#   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H).
+#   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H:
+#   `inputs: {sennrich_haddow: {aux: [dep_labels], aux_labels: {dep_labels: 37}}}`).
 # Experiments listed in `studies.bugliarello2020.ablations` go to Table 3 only (without any, Table 3
 # lists the PASCAL variants of the Table 1 experiments).
 #
-# Not wired: the multi-task baseline (Currey & Heafield). `nmtvariants multitask-corpus` writes its
-# corpus, but training on it needs a derived corpus (its own joint vocabulary and tagged test sources)
-# that the workflow's corpora cannot yet declare.
+# The multi-task baseline (Currey & Heafield) is a Transformer (no switches) on a derived corpus:
+# `inputs: {<variant>: {derived: multitask}}` makes its run read data/<corpus>/<pair>/derived/multitask/
+# (nmtvariants.config.bpe_folder): the training split doubled (<TR> source -> target, <PA> source ->
+# linearised parse of the source), tagged valid and test sources, the valid targets, and a joint
+# vocabulary of the derived training files (nmtvariants.syntax.linearize).
 
 from nmtvariants.studies import bugliarello2020_plan as b20
 
@@ -30,11 +37,19 @@ B20_TABLE3_MANIFEST = b20.entries(
     config, b20.ablation_experiments(config), pascal_only=True
 )
 B20_TASKS = b20.figure_tasks(config)
+B20_TREEBANKS = B20_SETTINGS["parser_treebanks"]
+B20_PARSER_LANGS = b20.parsed_languages(config, CORPORA)
+B20_PARSER_DIR = B20_SETTINGS["parser_models"]
+B20_MULTITASK = "data/{corpus}/{src}-{tgt}/derived/multitask"
+B20_TRAIN_SPLITS = {corpus["train"] for corpus in CORPORA.values()}
+B20_VALID_SPLITS = {corpus["valid"] for corpus in CORPORA.values()}
 
 if B20_MAIN:
     register_table(B20, b20.TABLE1)
 if B20_TABLE3_MANIFEST:
     register_table(B20, b20.TABLE3)
+if B20_PARSER_LANGS:
+    register_table(B20, b20.PARSER_TABLE)
 for _task, (_name, _pair, _testset) in B20_TASKS.items():
     register_figure(
         B20,
@@ -73,9 +88,87 @@ rule bugliarello2020_gold_parse:
         " {params.kept:q} -o {output:q} > {log:q} 2>&1"
 
 
+rule bugliarello2020_treebank_download:
+    output:
+        train="data/{treebank}/raw/train.conllu",
+        dev="data/{treebank}/raw/dev.conllu",
+        test="data/{treebank}/raw/test.conllu",
+    log:
+        "logs/bugliarello2020/treebank_download/{treebank}.log",
+    wildcard_constraints:
+        treebank=b20.regex(B20_TREEBANKS.values()),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    params:
+        dest="data/{treebank}/raw",
+        mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
+    shell:
+        "nmtvariants download {wildcards.treebank:q} --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_stanza_train:
+    input:
+        train=lambda wc: b20.treebank_file(config, wc.lang, "train"),
+        dev=lambda wc: b20.treebank_file(config, wc.lang, "dev"),
+    output:
+        tagger=f"{B20_PARSER_DIR}/{{lang}}_tagger.pt",
+        parser=f"{B20_PARSER_DIR}/{{lang}}_parser.pt",
+        record=f"{B20_PARSER_DIR}/{{lang}}_training.json",
+    log:
+        "logs/bugliarello2020/stanza_train/{lang}.log",
+    wildcard_constraints:
+        lang=b20.regex(B20_TREEBANKS),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=1 if b20.parser_train(config)["device"].startswith("cuda") else 0,
+    params:
+        models=lambda wc, output: str(Path(output.parser).parent),
+        options=b20.parser_train_args(config),
+        seed=config["seed"],
+    shell:
+        "OMP_NUM_THREADS={threads} "
+        + launch(
+            "stanza-train --train {input.train:q} --dev {input.dev:q} --lang {wildcards.lang:q}"
+            " --model-dir {params.models:q} {params.options:q} --seed {params.seed:q} > {log:q} 2>&1"
+        )
+
+
+rule bugliarello2020_parser_score:
+    input:
+        unpack(lambda wc: b20.parser_files(config, wc.lang)),
+        gold=lambda wc: b20.treebank_file(config, wc.lang, "test"),
+    output:
+        pred="results/bugliarello2020/parser/{lang}.test.conllu",
+        scores=b20.parser_scores("{lang}"),
+    log:
+        "logs/bugliarello2020/parser_score/{lang}.log",
+    wildcard_constraints:
+        lang=b20.regex(B20_TREEBANKS),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    params:
+        models=lambda wc, input: str(Path(input.parser).parent),
+    shell:
+        "OMP_NUM_THREADS={threads} nmtvariants stanza-score --gold {input.gold:q} --lang {wildcards.lang:q}"
+        " --model-dir {params.models:q} --pred {output.pred:q} --json {output.scores:q} > {log:q} 2>&1"
+
+
 rule bugliarello2020_parse:
     input:
-        "data/{corpus}/{src}-{tgt}/tc/{split}.{src}",
+        unpack(lambda wc: b20.parser_files(config, wc.src)),
+        tokens="data/{corpus}/{src}-{tgt}/tc/{split}.{src}",
     output:
         "data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
     log:
@@ -93,7 +186,7 @@ rule bugliarello2020_parse:
         models=B20_SETTINGS["parser_models"],
     shell:
         launch(
-            "parse {input:q} -o {output:q} --lang {wildcards.src:q} --model-dir {params.models:q}"
+            "parse {input.tokens:q} -o {output:q} --lang {wildcards.src:q} --model-dir {params.models:q}"
             " > {log:q} 2>&1"
         )
 
@@ -140,6 +233,95 @@ rule bugliarello2020_dep_labels:
         runtime=30,
     shell:
         "nmtvariants dep-labels --conllu {input.conllu:q} --bpe {input.bpe:q} -o {output:q} > {log:q} 2>&1"
+
+
+# --- the multi-task baseline's derived corpus --------------------------------------------------
+
+
+ruleorder:
+    bugliarello2020_multitask_train
+    > bugliarello2020_multitask_valid
+    > bugliarello2020_multitask_source
+
+
+rule bugliarello2020_multitask_train:
+    input:
+        src="data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+        tgt="data/{corpus}/{src}-{tgt}/bpe/{split}.{tgt}",
+        conllu="data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
+    output:
+        src=f"{B20_MULTITASK}/{{split}}.{{src}}",
+        tgt=f"{B20_MULTITASK}/{{split}}.{{tgt}}",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
+    wildcard_constraints:
+        split=b20.regex(B20_TRAIN_SPLITS),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "nmtvariants multitask-corpus --source {input.src:q} --target {input.tgt:q} --conllu {input.conllu:q}"
+        " --out-source {output.src:q} --out-target {output.tgt:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_multitask_valid:
+    input:
+        src="data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+        tgt="data/{corpus}/{src}-{tgt}/bpe/{split}.{tgt}",
+    output:
+        src=f"{B20_MULTITASK}/{{split}}.{{src}}",
+        tgt=f"{B20_MULTITASK}/{{split}}.{{tgt}}",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
+    wildcard_constraints:
+        split=b20.regex(B20_VALID_SPLITS),
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants multitask-corpus --source {input.src:q} --target {input.tgt:q}"
+        " --out-source {output.src:q} --out-target {output.tgt:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_multitask_source:
+    input:
+        "data/{corpus}/{src}-{tgt}/bpe/{split}.{src}",
+    output:
+        f"{B20_MULTITASK}/{{split}}.{{src}}",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.{src}.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants multitask-corpus --source {input:q} --out-source {output:q} > {log:q} 2>&1"
+
+
+rule bugliarello2020_multitask_vocab:
+    input:
+        src=lambda wc: f"{B20_MULTITASK.format(**wc)}/{CORPORA[wc.corpus]['train']}.{wc.src}",
+        tgt=lambda wc: f"{B20_MULTITASK.format(**wc)}/{CORPORA[wc.corpus]['train']}.{wc.tgt}",
+    output:
+        f"{B20_MULTITASK}/vocab.txt",
+    log:
+        "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/vocab.log",
+    conda:
+        "../../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
 
 
 # --- evaluation: significance against the Transformer, BLEU by source length -------------------
@@ -204,9 +386,29 @@ rule bugliarello2020_length:
 
 
 localrules:
+    bugliarello2020_parser_table,
     bugliarello2020_table1,
     bugliarello2020_table3,
     bugliarello2020_length_csv,
+
+
+rule bugliarello2020_parser_table:
+    input:
+        [b20.parser_scores(lang) for lang in B20_PARSER_LANGS],
+    output:
+        md=b20.PARSER_TABLE,
+        csv=b20.PARSER_TABLE.replace(".md", ".csv"),
+        provenance=b20.PARSER_TABLE.replace(".md", ".provenance.json"),
+    log:
+        "logs/bugliarello2020/parser_table.log",
+    conda:
+        "../../envs/nmtvariants.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "nmtvariants bugliarello2020-parser-table --scores {input:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule bugliarello2020_table1:

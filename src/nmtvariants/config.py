@@ -178,12 +178,23 @@ def input_files(
     return files
 
 
+def bpe_folder(corpus_name: str, pair: str, inputs: dict[str, Any]) -> str:
+    """Where a run's BPE text and vocabulary live: ``data/<corpus>/<pair>/bpe``, or for a variant that
+    trains on a derived corpus (``inputs: {derived: NAME}``, e.g. the multi-task baseline's tagged
+    sources and parse targets) ``data/<corpus>/<pair>/derived/NAME``, with the same file names, written
+    by the study's rules."""
+    if inputs.get("derived"):
+        return f"data/{corpus_name}/{pair}/derived/{inputs['derived']}"
+    return f"data/{corpus_name}/{pair}/bpe"
+
+
 def run_settings(config: dict[str, Any], experiment: str, pair: str, variant: str) -> dict[str, Any]:
     """The run config handed to `nmtvariants train`: data paths, model, variant, train settings."""
     spec = config["experiments"][experiment]
     corpus = config["corpora"][spec["corpus"]]
     src, tgt = pair.split("-")
-    bpe = f"data/{spec['corpus']}/{pair}/bpe"
+    inputs = variant_inputs(config, experiment, variant)
+    bpe = bpe_folder(spec["corpus"], pair, inputs)
     data: dict[str, Any] = {
         "train_src": f"{bpe}/{corpus['train']}.{src}",
         "train_tgt": f"{bpe}/{corpus['train']}.{tgt}",
@@ -191,7 +202,7 @@ def run_settings(config: dict[str, Any], experiment: str, pair: str, variant: st
         "valid_tgt": f"{bpe}/{corpus['valid']}.{tgt}",
         "vocab": f"{bpe}/vocab.txt",
     }
-    inputs = variant_inputs(config, experiment, variant)
+    inputs = {key: value for key, value in inputs.items() if key != "derived"}
     if inputs:  # only then: a variant without extra inputs keeps the baseline's settings (and run)
         for part in ("train", "valid"):
             files = input_files(spec["corpus"], corpus, pair, inputs, corpus[part])

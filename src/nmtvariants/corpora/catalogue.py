@@ -136,6 +136,18 @@ MIRROR_SHA256: Mapping[str, tuple[str, str | None]] = MappingProxyType(
             "16e447e6f354c5e7f5c7f2f97ca148675b0687d513eaf919183fc804a5c29a64",
             None,
         ),
+        "ud-ewt/en_ewt-ud-train.conllu.gz": (
+            "bd47e08c9e18ec12d319e84df2ccdb272ff6de1d0dba5761117d3caf8b358f7b",
+            "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b",
+        ),
+        "ud-ewt/en_ewt-ud-dev.conllu.gz": (
+            "41086e3afc9ae572f899c9123f874d6d04a52e374a3d2ac7a6667ce48e3bf3e3",
+            "531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6",
+        ),
+        "ud-ewt/en_ewt-ud-test.conllu.gz": (
+            "29c151eee8846d3f3ef7806c126ecac9932af2317c008c6d6b076c5e14950dbe",
+            "e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd",
+        ),
         "contrawsd/testsuite_wmt18/de-en.wsd.task.de.gz": (
             "4af19011e122fde7ab813493e0db9c23bcad7d1d62848e62bfac89b98d8c7649",
             "b7a5be40754dc6fa03051aca497709dee3633b4b7e2ef9c4b97df5c2a6d4a161",
@@ -680,6 +692,34 @@ def _contrawsd_wmt18() -> Corpus:
     )
 
 
+_UD_EWT = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/15d613d8447b3478787d4c278730a1e48a945efb"
+
+
+def _ud_ewt() -> Corpus:
+    """UD English EWT as CoNLL-U (``train/dev/test.conllu``): the treebank the PASCAL study trains its
+    offline Stanza tagger and parser on. The mirror holds the three files gzip-recompressed; its train
+    file was rebuilt from the per-document sources (shared/data/README.md §9), so only dev and test are
+    pinned upstream (a fresh download of the released train file may differ in comment lines)."""
+    files, extracts, mirror_files, mirror_extracts = [], [], [], []
+    for split in ("train", "dev", "test"):
+        path = f"ud-ewt/en_ewt-ud-{split}.conllu.gz"
+        url = f"{_UD_EWT}/en_ewt-ud-{split}.conllu"
+        remote = RemoteFile(url.rsplit("/", 1)[-1], (url,)) if split == "train" else _recompressed(path, url)
+        mirrored = _pinned(path)
+        files.append(remote)
+        mirror_files.append(mirrored)
+        extracts.append(Extract(f"{split}.conllu", remote.name))
+        mirror_extracts.append(Extract(f"{split}.conllu", mirrored.name))
+    return Corpus(
+        "ud_ewt",
+        "UD English EWT treebank (CoNLL-U train/dev/test) for the offline Stanza parser",
+        Recipe(tuple(files), tuple(extracts)),
+        Recipe(tuple(mirror_files), tuple(mirror_extracts)),
+        studies=("bugliarello2020",),
+        licence="CC BY-SA 4.0",
+    )
+
+
 _BERKELEY = (
     "https://raw.githubusercontent.com/mhajiloo/berkeleyaligner/b074394daa36d256ced5edcd30d0850ac0614899"
 )
@@ -905,6 +945,7 @@ def _build() -> dict[str, Corpus]:
             licence="none stated; research only; cite Rios et al. 2017",
         ),
         _contrawsd_wmt18(),
+        _ud_ewt(),
         _hansards(),
         _gated(
             "rwth_deen_align",

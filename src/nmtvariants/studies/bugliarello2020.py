@@ -52,11 +52,13 @@ from nmtvariants.text.clean import read_kept
 HYPHEN = "@-@"
 SIGNIFICANT = 0.01  # the paper's ‡: p < 0.01 against the Transformer
 MARK = "‡"
-# Table 1's systems, in the paper's column order, recognised by the variant's switch (the multi-task
-# baseline is not wired into the workflow yet: rules/studies/bugliarello2020.smk says why).
+# Table 1's systems, in the paper's column order, recognised by the variant's switch, or for the
+# multi-task baseline (a Transformer on a derived corpus) by its `inputs: {derived: multitask}`.
+MULTITASK = "multitask"
 ROLES = (
     ("transformer", "Transformer"),
     ("sennrich_haddow", "+S&H"),
+    (MULTITASK, "+multi-task"),
     ("lisa", "+LISA"),
     ("pascal", "+PASCAL"),
 )
@@ -158,9 +160,10 @@ def write_gold_parse(
 # --- manifests: which files make each row -------------------------------------------------------
 
 
-def role(switches: Mapping[str, Any] | None) -> str:
-    """Which of Table 1's systems a variant is, from its switches (``{}``: the Transformer)."""
-    names = set(switches or {})
+def role(switches: Mapping[str, Any] | None, derived: str | None = None) -> str:
+    """Which of Table 1's systems a variant is, from its switches (``{}``: the Transformer) and the
+    derived corpus it trains on (``multitask``: the multi-task baseline)."""
+    names = set(switches or {}) | ({derived} if derived else set())
     found = [name for name, _ in ROLES[1:] if name in names]
     if len(found) > 1:
         raise InputError(f"variant switches {sorted(names)}: one syntax mechanism per variant in Table 1")
@@ -239,7 +242,7 @@ def main_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         rows.append(
             {
                 "task": task_name(entry),
-                "system": dict(ROLES)[role(entry.get("switches"))],
+                "system": dict(ROLES)[role(entry.get("switches"), entry.get("derived"))],
                 "variant": entry["variant"],
                 "BLEU": round(bleu, 2),
                 "mark": mark(p_value),
@@ -291,7 +294,7 @@ def ablation_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     rows = []
     for entry in entries:
         options = dict((entry.get("switches") or {}).get("pascal") or {})
-        if role(entry.get("switches")) != "pascal":
+        if role(entry.get("switches"), entry.get("derived")) != "pascal":
             raise InputError(f"{entry['variant']}: Table 3 lists PASCAL variants only")
         delta, p_value = _significance(entry.get("significance"))
         rows.append(
@@ -313,3 +316,29 @@ def ablation_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         rows, columns=["task", "variant", "layer", "heads", "variance", "q", "BLEU", "delta", "mark"]
     )
     return frame.sort_values(["task", "layer", "variance"], kind="stable").reset_index(drop=True)
+
+
+def parser_table(paths: Sequence[PathLike]) -> pd.DataFrame:
+    """The Stanza parser(s) the study parses with: one row per ``stanza-score`` JSON (treebank test set,
+    gold words), with what each was trained on and for how long."""
+    rows = []
+    for path in paths:
+        document = _read_json(path)
+        training = document.get("training") or {}
+        try:
+            rows.append(
+                {
+                    "lang": document["lang"],
+                    "test set": Path(document["gold"]).parent.parent.name + " " + Path(document["gold"]).stem,
+                    "train sentences": training.get("train_sentences"),
+                    "tagger steps": training.get("tagger_steps"),
+                    "parser steps": training.get("parser_steps"),
+                    "words": document["words"],
+                    "UPOS": round(float(document["upos"]), 2),
+                    "UAS": round(float(document["uas"]), 2),
+                    "LAS": round(float(document["las"]), 2),
+                }
+            )
+        except KeyError as error:
+            raise InputError(f"{path}: no {error.args[0]}; re-run `nmtvariants stanza-score`") from None
+    return pd.DataFrame(rows)

@@ -3,10 +3,13 @@
 The study's tables are over every experiment with ``study: bugliarello2020``: Table 1 and Figure 2 over
 those not listed in ``studies.bugliarello2020.ablations``, Table 3 over the PASCAL variants of the listed
 ones (or, with none listed, of the Table 1 experiments). Each experiment's Transformer is its first
-variant without switches; the significance tests compare every other variant with it. The functions
-here turn the config into the tables' manifests (one entry per task and system, with the result files
-the table reads) and the rules' input paths; they live in the library because Snakemake's lint wants
-no function definitions beside rules.
+variant without switches that trains on the corpus itself (the multi-task baseline, also without
+switches, trains on a derived corpus: ``inputs: {<variant>: {derived: multitask}}``); the significance
+tests compare every other variant with it. With a corpus that Stanza parses, the parser the workflow
+trains (``parser_treebanks``, ``parser_train``) is scored on its treebank's test set (``PARSER_TABLE``).
+The functions here turn the config into the tables' manifests (one entry per task and system, with the
+result files the table reads) and the rules' input paths; they live in the library because Snakemake's
+lint wants no function definitions beside rules.
 """
 
 from __future__ import annotations
@@ -20,9 +23,17 @@ from nmtvariants.errors import ConfigError
 STUDY = "bugliarello2020"
 DEFAULTS: dict[str, Any] = {
     "parser_models": "models/stanza",
+    "parser_treebanks": {"en": "ud_ewt"},  # languages whose parser the workflow trains, from which treebank
+    "parser_train": {},  # `nmtvariants stanza-train` options: PARSER_TRAIN below, overridable per key
     "length_edges": [10, 20, 30, 40, 50],
     "ablations": [],
 }
+# A parser that trains in minutes on one CPU core, at the reduced sizes of nmtvariants.syntax.stanza_train:
+# an estimate of 5-10 minutes from the timings of conventions-and-feasibility §A3 (PUD: 400 parser steps
+# at hidden 128 in 227 s, 150 tagger steps in 190 s), not measured on EWT. A useful parser needs more
+# steps (Stanza's full recipe: 50k steps at hidden 400 on a GPU; experiments/bugliarello2020.yaml).
+PARSER_TRAIN: dict[str, Any] = {"tagger_steps": 200, "parser_steps": 400, "device": "cpu"}
+PARSER_TABLE = f"results/tables/{STUDY}/parser.md"
 STREAM_MODES = {"x2": "middle", "first": "first"}  # inputs/<split>.parents_<mode> -> `parents --mode`
 TABLE1 = f"results/tables/{STUDY}/table1.md"
 TABLE3 = f"results/tables/{STUDY}/table3.md"
@@ -34,14 +45,65 @@ def settings(config: Mapping[str, Any]) -> dict[str, Any]:
     return {**DEFAULTS, **((config.get("studies") or {}).get(STUDY) or {})}
 
 
+def parser_train(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {**PARSER_TRAIN, **settings(config)["parser_train"]}
+
+
+def parser_train_args(config: Mapping[str, Any]) -> list[str]:
+    """``stanza-train`` options from ``parser_train`` (``tagger_steps: 200`` -> ``--tagger-steps 200``)."""
+    args = []
+    for key, value in sorted(parser_train(config).items()):
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    return args
+
+
+def parser_files(config: Mapping[str, Any], lang: str) -> dict[str, str]:
+    """The tagger, parser and training record of ``lang`` that rule bugliarello2020_stanza_train writes,
+    or nothing for a language without a configured treebank (its models are the user's)."""
+    if lang not in settings(config)["parser_treebanks"]:
+        return {}
+    folder = settings(config)["parser_models"]
+    return {
+        "tagger": f"{folder}/{lang}_tagger.pt",
+        "parser": f"{folder}/{lang}_parser.pt",
+        "record": f"{folder}/{lang}_training.json",
+    }
+
+
+def treebank_file(config: Mapping[str, Any], lang: str, split: str) -> str:
+    return f"data/{settings(config)['parser_treebanks'][lang]}/raw/{split}.conllu"
+
+
+def parser_scores(lang: str) -> str:
+    return f"results/{STUDY}/parser/{lang}.scores.json"
+
+
+def parsed_languages(config: Mapping[str, Any], corpora: Mapping[str, Any]) -> list[str]:
+    """Source languages the study parses with Stanza (corpora without gold trees) that have a treebank
+    to train on: the languages of the parser table."""
+    langs = [
+        pair.split("-")[0]
+        for spec in experiments(config).values()
+        if corpora[spec["corpus"]]["source"] != "toyworld"
+        for pair in spec["pairs"]
+    ]
+    return [lang for lang in dict.fromkeys(langs) if lang in settings(config)["parser_treebanks"]]
+
+
 def experiments(config: Mapping[str, Any]) -> dict[str, Any]:
     return {name: spec for name, spec in (config.get("experiments") or {}).items() if spec["study"] == STUDY}
 
 
+def derived(config: Mapping[str, Any], experiment: str, variant: str) -> str | None:
+    """The derived corpus a variant trains on (``inputs: {derived: multitask}``), or None."""
+    return ((experiments(config)[experiment].get("inputs") or {}).get(variant) or {}).get("derived")
+
+
 def baseline_variant(config: Mapping[str, Any], experiment: str) -> str:
-    """The Transformer of an experiment: its first variant without switches."""
+    """The Transformer of an experiment: its first variant without switches that trains on the corpus
+    itself (the multi-task baseline has no switches either, but a derived corpus)."""
     for variant, switches in experiments(config)[experiment]["variants"].items():
-        if not switches:
+        if not switches and not derived(config, experiment, variant):
             return variant
     raise ConfigError(
         f"experiments.{experiment}.variants: the PASCAL study compares against a Transformer; add a "
@@ -83,7 +145,7 @@ def entries(
         for pair in spec["pairs"]:
             for testset in spec["evaluate"]["testsets"]:
                 for variant, switches in spec["variants"].items():
-                    if pascal_only and "pascal" not in (switches or {}):
+                    if pascal_only and ("pascal" not in (switches or {}) or derived(config, name, variant)):
                         continue
                     folder = f"results/{name}/{pair}/{variant}"
                     out.append(
@@ -93,6 +155,7 @@ def entries(
                             "testset": testset,
                             "variant": variant,
                             "switches": dict(switches or {}),
+                            "derived": derived(config, name, variant),
                             "scores": f"{folder}/{testset}.scores.json",
                             "significance": None
                             if variant == baseline

@@ -19,6 +19,7 @@ on a GPU when one is available unless ``device`` says otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import tempfile
@@ -113,16 +114,26 @@ def _batches(lines: Iterable[str], size: int, source: str) -> Iterator[list[list
         yield batch
 
 
-def parse_batch(pipeline, batch: Sequence[Sequence[str]]) -> list[Sentence]:
-    """Parse Moses token lists; the sentences' FORMs are the tokens as given (escapes kept)."""
-    document = pipeline([[unescape_moses(token) for token in tokens] for tokens in batch])
+def _stanza_words(pipeline, batch: Sequence[Sequence[str]]) -> list[list]:
+    """Stanza's words for pretokenised word lists, checked to be one per given word."""
+    document = pipeline([list(words) for words in batch])
     if len(document.sentences) != len(batch):
         raise RuntimeError(f"Stanza returned {len(document.sentences)} sentences for {len(batch)} lines")
     out = []
     for tokens, parsed in zip(batch, document.sentences, strict=True):
-        words = parsed.words
-        if len(words) != len(tokens):
-            raise RuntimeError(f"Stanza returned {len(words)} words for {len(tokens)} pretokenised tokens")
+        if len(parsed.words) != len(tokens):
+            raise RuntimeError(
+                f"Stanza returned {len(parsed.words)} words for {len(tokens)} pretokenised tokens"
+            )
+        out.append(parsed.words)
+    return out
+
+
+def parse_batch(pipeline, batch: Sequence[Sequence[str]]) -> list[Sentence]:
+    """Parse Moses token lists; the sentences' FORMs are the tokens as given (escapes kept)."""
+    parsed_words = _stanza_words(pipeline, [[unescape_moses(token) for token in tokens] for tokens in batch])
+    out = []
+    for tokens, words in zip(batch, parsed_words, strict=True):
         out.append(
             Sentence(
                 words=[
@@ -161,3 +172,31 @@ def parse_file(
             count += len(batch)
             log.info("%s: parsed %d lines", source, count)
     return count
+
+
+def parse_treebank(
+    gold: Sequence[Sentence], models: StanzaModels, batch_size: int = DEFAULT_BATCH, device: str | None = None
+) -> list[Sentence]:
+    """Re-tag and re-parse a treebank on its gold words (for UAS/LAS, :mod:`attachment`): each gold
+    sentence with Stanza's UPOS, XPOS, FEATS, HEAD and DEPREL; comments and multiword-token lines kept,
+    empty nodes and enhanced dependencies dropped (they are gold annotation the parser does not make)."""
+    pipeline = build_pipeline(models, device)
+    out = []
+    for start in range(0, len(gold), batch_size):
+        chunk = gold[start : start + batch_size]
+        for sentence, words in zip(chunk, _stanza_words(pipeline, [s.forms for s in chunk]), strict=True):
+            predicted = [
+                dataclasses.replace(
+                    word,
+                    upos=parsed.upos or "_",
+                    xpos=parsed.xpos or "_",
+                    feats=parsed.feats or "_",
+                    head=parsed.head,
+                    deprel=parsed.deprel or "_",
+                    deps="_",
+                )
+                for word, parsed in zip(sentence.words, words, strict=True)
+            ]
+            out.append(dataclasses.replace(sentence, words=predicted, empty_nodes=[]))
+        log.info("parsed %d of %d gold sentences", len(out), len(gold))
+    return out

@@ -11,11 +11,15 @@ succeeded, so an interrupted run never leaves a half-written model.
 The step budget is the caller's (``tagger_steps``, ``parser_steps``); the sizes default to a reduced
 Stanza (hidden 200 / 128, character hidden 64, two parser layers instead of three) so that a CPU run
 is feasible; Stanza's own defaults (hidden 400, three layers, 50k steps) are the full recipe for a
-GPU. The dev scores Stanza logs are its own; the study evaluates UAS/LAS separately.
+GPU. The dev scores Stanza logs are its own; the study evaluates UAS/LAS separately
+(``nmtvariants stanza-score``). What was trained (treebank, sentences, steps, sizes) is recorded in
+``<lang>_training.json`` beside the models, so that the parser table can say which parser it scored.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -24,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nmtvariants.errors import InputError
-from nmtvariants.fileio import PathLike
+from nmtvariants.fileio import PathLike, atomic_write
+from nmtvariants.syntax.conllu import read_conllu
 from nmtvariants.syntax.stanza_parse import StanzaModels
 
 
@@ -129,4 +134,22 @@ def train_stanza(
                     f"see the logs in {models.model_dir}"
                 )
             os.replace(produced, target)
+    record = {
+        "train": str(train),
+        "dev": str(dev),
+        "train_sentences": len(read_conllu(train, validate=False)),
+        "tagger_steps": tagger_steps,
+        "parser_steps": parser_steps,
+        "sizes": dataclasses.asdict(sizes),
+        "device": device,
+        "seed": seed,
+    }
+    with atomic_write(training_record(models)) as out:
+        json.dump(record, out, indent=2, sort_keys=True)
+        out.write("\n")
     return models
+
+
+def training_record(models: StanzaModels) -> Path:
+    """``<model_dir>/<lang>_training.json``: how :func:`train_stanza` trained the models."""
+    return models.model_dir / f"{models.lang}_training.json"

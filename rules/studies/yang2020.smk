@@ -24,6 +24,7 @@
 # every line's word count is checked against the gold's tokens. Other corpora get no AER (WMT
 # EN-DE: the RWTH gold is licence-gated; see experiments/yang2020.yaml).
 import json
+import os
 
 from nmtvariants.studies.yang2020_workflow import (
     HANSARDS,
@@ -132,7 +133,7 @@ rule yang2020_hansards_download:
         runtime=30,
     params:
         source=HANSARDS,
-        dest=HANSARDS_RAW,
+        dest=lambda wildcards, output: os.path.dirname(output[0]),
         mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
     shell:
         "nmtvariants download {params.source:q} --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
@@ -155,7 +156,9 @@ rule yang2020_gold_chain:
         mem_mb=2000,
         runtime=30,
     params:
-        corpus_dir="data/{corpus}/{pair}",
+        corpus_dir=lambda wildcards, input: os.path.dirname(
+            os.path.dirname(input.codes)
+        ),
         preprocess=lambda wc: json.dumps(YANG.preprocess(wc.corpus), sort_keys=True),
     shell:
         "nmtvariants yang2020-gold-chain --corpus-dir {params.corpus_dir:q} -l {wildcards.lang:q}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pytest
@@ -110,7 +111,8 @@ def test_collate_matches_naive_padding():
     batch = collate(data, indices)
     src = [data.source(i).tolist() for i in indices]
     tgt = [data.target(i).tolist() for i in indices]
-    width_s, width_t = max(map(len, src)), max(map(len, tgt))
+    # widths are rounded up to a multiple of 8 (batching.WIDTH_MULTIPLE)
+    width_s, width_t = (8 * math.ceil(max(map(len, side)) / 8) for side in (src, tgt))
     exp_src = [s + [PAD_ID] * (width_s - len(s)) for s in src]
     exp_in = [([BOS_ID] + t[:-1]) + [PAD_ID] * (width_t - len(t)) for t in tgt]
     exp_out = [t + [PAD_ID] * (width_t - len(t)) for t in tgt]

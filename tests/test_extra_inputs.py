@@ -5,6 +5,8 @@ Every stored or batched value is compared with a naive per-line reading of the t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -89,8 +91,9 @@ def test_collate_matches_a_naive_per_sentence_loop(corpus):
     batch = collate(data, indices)
     inputs = batch.inputs
     assert batch.src is inputs.sources[0] and len(inputs.sources) == 2
-    width = max(len(SRC[data.line_numbers[i] - 1].split()) + 1 for i in indices)
-    width2 = max(len(SRC2[data.line_numbers[i] - 1].split()) + 1 for i in indices)
+    # widths are rounded up to a multiple of 8 (batching.WIDTH_MULTIPLE)
+    width = 8 * math.ceil(max(len(SRC[data.line_numbers[i] - 1].split()) + 1 for i in indices) / 8)
+    width2 = 8 * math.ceil(max(len(SRC2[data.line_numbers[i] - 1].split()) + 1 for i in indices) / 8)
     for row, i in enumerate(indices):
         line = SRC[data.line_numbers[i] - 1]
         ids = vocab.encode(line)

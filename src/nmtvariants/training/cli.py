@@ -111,11 +111,12 @@ ONEDNN_CACHE_CAPACITY = "64"
 Why: on CPU, oneDNN (bf16 matmuls under autocast) compiles one primitive per shape and keeps up to
 1024 of them; with batch shapes that vary as real data's, the cache filled for the whole run and
 resident memory grew with it (issue 14; benchmarks/train_memory.py: 3.6 GB peak after 150 updates
-against 2.7 GB with 8 entries). One update of the small model runs ~205 oneDNN matmuls of ~43 distinct primitives (counted
-with ONEDNN_VERBOSE=1 over 6 updates: 228 distinct in all), so 64 entries hold a step's working set
-while the cache stays bounded.
+against 2.7 GB with 8 entries). One update of the small model runs ~205 oneDNN matmuls of ~43
+distinct primitives (counted with ONEDNN_VERBOSE=1 over 6 updates: 228 distinct in all), so 64
+entries hold a step's working set while the cache stays bounded (counted before batch widths were
+rounded to a multiple of 8, which only lowers the count).
 oneDNN reads the variable when it first builds a primitive, so it must be set before the first
-training step; setting it in this command, before the trainer is imported, is enough.
+training step (checked: a value set after `import torch` is honoured), so this command sets it first.
 """
 
 

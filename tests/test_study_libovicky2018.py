@@ -95,7 +95,7 @@ def naive_shares(model, data: ParallelData, strategy: str) -> np.ndarray:
             memories = model.encode_inputs(batch.inputs)
             model.decode_states(batch.tgt_in, memories)
         sizes = [m.states.size(1) for m in memories]
-        steps = batch.tgt_in.size(1)
+        steps = len(data.target(i))  # collate pads even one sentence to a multiple of 8: real steps only
         for layer in range(layers):
             for t in range(steps):
                 for k in range(len(sizes)):

@@ -549,6 +549,7 @@ def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
 TABLES = [
     "emelin2019",  # the scores table every experiment gets
     "table1_bleu",
+    "table2_pairs",  # EN-RU
     "table4_variants",
     "table5_params_speed",
     "bootstrap",

@@ -226,30 +226,37 @@ def plan(*args: str) -> list[dict[str, str]]:
     return dry_run_jobs(result.stdout)
 
 
+STRATEGIES = ("serial", "parallel", "flat", "hierarchical")
+
+
 def test_table1_plans_the_image_runs_and_nothing_of_table2():
-    """Table 1 (MMT): the shared baseline and the flat run with image features; its adversarial decodes
-    (3 seeds, image deranged); no further source, no attention, no other table."""
+    """Table 1 (MMT): the shared baseline and the four strategies with image features; their
+    adversarial decodes (3 seeds, image deranged); no further source, no attention, no other table."""
     jobs = plan(TABLE1)
     rules = Counter(job["rule"] for job in jobs)
-    assert rules["train"] == 2 and rules["libovicky2018_table"] == 1
+    assert rules["train"] == 1 + 4 and rules["libovicky2018_table"] == 1
     assert rules["libovicky2018_image_features"] == 3 and rules["libovicky2018_derange_image"] == 3
-    assert rules["libovicky2018_translate"] == 3 and rules["libovicky2018_adversarial"] == 1
-    assert rules["libovicky2018_score"] == 2 + 3  # clean baseline and flat, three adversarial
+    assert rules["libovicky2018_translate"] == 4 * 3 and rules["libovicky2018_adversarial"] == 4
+    assert rules["libovicky2018_score"] == 5 + 4 * 3  # clean baseline and strategies, adversarial
     for absent in ("libovicky2018_source", "libovicky2018_derange_text", "libovicky2018_attention", "report"):
         assert rules[absent] == 0, absent
-    (train,) = [job for job in jobs if job["rule"] == "train" and "resnet" in job["shell"]]
-    assert "data/toyworld/en-de/inputs/train.resnet.npy" in train["shell"]
-    assert "data/toyworld/en-de/clean/train.kept" in train["shell"]  # feature rows follow the cleaned lines
+    trains = [job for job in jobs if job["rule"] == "train" and "resnet" in job["shell"]]
+    assert len(trains) == 4
+    for train in trains:
+        assert "data/toyworld/en-de/inputs/train.resnet.npy" in train["shell"]
+        assert "data/toyworld/en-de/clean/train.kept" in train["shell"]  # rows follow the cleaned lines
     decodes = [job for job in jobs if job["rule"] == "libovicky2018_translate"]
     assert all("--feature-index" in job["shell"] and ".image.seed" in job["shell"] for job in decodes)
+    assert {job["output"].split("/")[4] for job in decodes} == set(STRATEGIES)
 
 
 def test_table2_plans_the_further_source_and_its_derangements():
     jobs = plan(TABLE2)
     rules = Counter(job["rule"] for job in jobs)
-    assert rules["train"] == 2 and rules["libovicky2018_table"] == 1
+    assert rules["train"] == 1 + 4 and rules["libovicky2018_table"] == 1
     assert rules["libovicky2018_source"] == 3 and rules["libovicky2018_source_truecaser"] == 1
-    assert rules["libovicky2018_derange_text"] == 6 and rules["libovicky2018_translate"] == 6  # en, fr x 3
+    # the derangements are shared by the strategies; each strategy decodes en and fr x 3 seeds
+    assert rules["libovicky2018_derange_text"] == 6 and rules["libovicky2018_translate"] == 4 * 6
     for absent in ("libovicky2018_image_features", "libovicky2018_attention", "report"):
         assert rules[absent] == 0, absent
     made = {job["output"] for job in jobs if job["rule"] == "libovicky2018_source"}
@@ -262,13 +269,14 @@ def test_derangement_seeds_come_from_the_study_settings(tmp_path):
     settings.write_text("studies: {libovicky2018: {derangement_seeds: [7]}}\n", encoding="utf-8")
     jobs = plan(TABLE2, "--configfile", "config.yaml", str(settings))
     decodes = [job["output"] for job in jobs if job["rule"] == "libovicky2018_translate"]
-    assert len(decodes) == 2 and all(".seed7." in path for path in decodes)  # en and fr, one seed
+    assert len(decodes) == 4 * 2 and all(".seed7." in path for path in decodes)  # en and fr, one seed
 
 
 def test_the_figure_plans_attention_of_the_flat_and_hierarchical_runs_only():
     rules = Counter(job["rule"] for job in plan(FIGURE))
-    assert rules["libovicky2018_attention"] == 2 and rules["figure"] == 1
-    assert rules["train"] == 2  # the baselines have no attention over sources: not trained for it
+    # flat and hierarchical of both tables; serial and parallel have no attention over sources
+    assert rules["libovicky2018_attention"] == 4 and rules["figure"] == 1
+    assert rules["train"] == 4  # the baselines have no attention over sources: not trained for it
     assert rules["libovicky2018_translate"] == 0 and rules["libovicky2018_table"] == 0
 
 

@@ -134,7 +134,7 @@ rule emelin2019_pos:
     params:
         kind=lambda wc: "--conllu" if wc.lang == wc.pair.split("-")[0] else "--tags",
     shell:
-        "nmtvariants emelin2019-pos {params.kind} {input.annotation:q} --bpe {input.bpe:q} -o {output:q}"
+        "nmtvariants emelin2019-pos {params.kind:q} {input.annotation:q} --bpe {input.bpe:q} -o {output:q}"
         " > {log:q} 2>&1"
 
 

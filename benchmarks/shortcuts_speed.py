@@ -53,7 +53,6 @@ def train_worker(args: argparse.Namespace) -> dict:
     import torch
 
     from nmtvariants.training.train_config import parse_run_config
-    from nmtvariants.training.trainer import Trainer
 
     data = Path(args.data)
     config = parse_run_config(
@@ -82,24 +81,8 @@ def train_worker(args: argparse.Namespace) -> dict:
             },
         }
     )
-    with tempfile.TemporaryDirectory() as outdir:
-        trainer = Trainer(config, outdir)
-        stamps, cpu, tokens = [time.perf_counter()], [time.process_time()], [0]
-        original = trainer._train_update
-
-        def timed(group):
-            result = original(group)
-            stamps.append(time.perf_counter())
-            cpu.append(time.process_time())
-            tokens.append(result[2])
-            return result
-
-        trainer._train_update = timed
-        trainer.train()
-        parameters = sum(p.numel() for p in trainer.model.parameters())
-    result = bench.summarize(stamps, tokens, args.warm)
-    result["cpu_tok_per_s"] = result["tgt_tokens"] / (cpu[-1] - cpu[args.warm])
-    result.update(parameters=parameters, threads=torch.get_num_threads())
+    result = bench.timed_training(config, args.warm)
+    result["threads"] = torch.get_num_threads()
     return result
 
 

@@ -124,6 +124,33 @@ def prepare_data(root: Path) -> tuple[Path, Path]:
 
 
 # ---------------------------------------------------------------------- our worker (child process)
+def timed_training(config, warm: int) -> dict:
+    """Train with the real Trainer, stamping wall and CPU time after every update; ``summarize`` over
+    the updates after ``warm``, plus CPU tokens/s and the parameter count. Shared by the training
+    benchmarks (this one, shortcuts_speed.py, decoder_layouts.py) so that they measure alike."""
+    from nmtvariants.training.trainer import Trainer
+
+    with tempfile.TemporaryDirectory() as outdir:
+        trainer = Trainer(config, outdir)
+        stamps, cpu, tokens = [time.perf_counter()], [time.process_time()], [0]
+        original = trainer._train_update
+
+        def timed(group):
+            result = original(group)
+            stamps.append(time.perf_counter())
+            cpu.append(time.process_time())
+            tokens.append(result[2])
+            return result
+
+        trainer._train_update = timed
+        trainer.train()
+        parameters = sum(p.numel() for p in trainer.model.parameters())
+    result = summarize(stamps, tokens, warm)
+    result["cpu_tok_per_s"] = result["tgt_tokens"] / (cpu[-1] - cpu[warm])  # cpu[k]: after update k
+    result["parameters"] = parameters
+    return result
+
+
 def worker(args: argparse.Namespace) -> None:
     """Train WARM+MEAS updates with the real Trainer; stamp after every update."""
     import resource
@@ -131,7 +158,6 @@ def worker(args: argparse.Namespace) -> None:
     import torch
 
     from nmtvariants.training.train_config import parse_run_config
-    from nmtvariants.training.trainer import Trainer
 
     data = Path(args.data)
     config = parse_run_config(
@@ -162,26 +188,7 @@ def worker(args: argparse.Namespace) -> None:
             },
         }
     )
-    with tempfile.TemporaryDirectory() as outdir:
-        trainer = Trainer(config, outdir)
-        stamps: list[float] = []
-        cpu: list[float] = []
-        tokens: list[int] = [0]
-        original = trainer._train_update
-
-        def timed(group):
-            result = original(group)
-            stamps.append(time.perf_counter())
-            cpu.append(time.process_time())
-            tokens.append(result[2])
-            return result
-
-        trainer._train_update = timed
-        stamps.append(time.perf_counter())
-        cpu.append(time.process_time())
-        trainer.train()
-    result = summarize(stamps, tokens, WARM)
-    result["cpu_tok_per_s"] = result["tgt_tokens"] / (cpu[-1] - cpu[WARM])  # cpu[k]: after update k
+    result = timed_training(config, WARM)
     result.update(
         tool="nmtvariants",
         torch=torch.__version__,

@@ -127,7 +127,7 @@ def prepare_data(root: Path) -> tuple[Path, Path]:
 def timed_training(config, warm: int) -> dict:
     """Train with the real Trainer, stamping wall and CPU time after every update; ``summarize`` over
     the updates after ``warm``, plus CPU tokens/s and the parameter count. Shared by the training
-    benchmarks (this one, shortcuts_speed.py, decoder_layouts.py) so that they measure alike."""
+    benchmarks (this one and variant_speed.py) so that they measure alike."""
     from nmtvariants.training.trainer import Trainer
 
     with tempfile.TemporaryDirectory() as outdir:

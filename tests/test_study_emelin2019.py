@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -741,32 +738,3 @@ def test_the_multi30k_config_plans_the_real_data_comparison():
     } == set()
     # one content-addressed run per variant, the baseline's the same as multi30k.yaml's shared settings
     assert sum(job["rule"] == "train" for job in jobs) == 3
-
-
-# --- the speed benchmark (a smoke run; the figures themselves come from a quiet machine) ----------------
-
-
-@pytest.mark.slow
-def test_the_shortcuts_speed_benchmark_smoke_run(tmp_path):
-    """`--quick`: one round of the three models on the same batch stream; the ratios are the per-round
-    speeds divided by hand, the paper's beside them."""
-    out = tmp_path / "speed"
-    command = [sys.executable, str(REPO / "benchmarks" / "shortcuts_speed.py"), "--quick", "--preset", "tiny"]
-    command += ["--threads", "1", "--scratch", str(tmp_path / "scratch"), "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    (runs,) = record["rounds"]
-    assert set(runs) == {"baseline", "lexical", "feature_fusion"}
-    assert len({run["tgt_tokens"] for run in runs.values()}) == 1  # the same batches for all three
-    assert all(run["updates_measured"] == 2 for run in runs.values())
-    params = record["summary"]["parameters"]
-    assert params["baseline"] < params["lexical"] < params["feature_fusion"]
-    for variant, paper in (("lexical", 0.89), ("feature_fusion", 0.79)):
-        ratio = record["summary"]["ratios"][variant]
-        assert ratio["paper"] == paper
-        expected = runs[variant]["train_tok_per_s"] / runs["baseline"]["train_tok_per_s"]
-        assert ratio["train_tok_per_s"]["median"] == pytest.approx(expected)
-    text = out.with_suffix(".md").read_text(encoding="utf-8")
-    assert "| lexical |" in text and "0.89" in text and "Smoke run" in text

@@ -65,7 +65,12 @@ def hypothesis_path(root: Path, config: dict) -> Path:
     return root / "models" / "runs" / run_id / "decode" / decode / "test.bpe.hyp"
 
 
-@pytest.fixture(scope="module", params=[False, True], ids=["truecase-false", "truecase-true"])
+# ~15 s of Snakemake per setting on 2 busy cores: the regression (false) runs by default, true with -m slow
+@pytest.fixture(
+    scope="module",
+    params=[False, pytest.param(True, marks=pytest.mark.slow)],
+    ids=["truecase-false", "truecase-true"],
+)
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bool]:
     truecase = request.param
     root = tmp_path_factory.mktemp(f"truecase-{truecase}")

@@ -74,10 +74,17 @@ rule truecase_train:
         "nmtvariants truecase train --model {output:q} {input:q} > {log:q} 2>&1"
 
 
+# With `truecase: false` no model is trained and the tc/ files are the tokenised (train: cleaned)
+# text unchanged, so BPE, parses and the round trip read tc/ whatever the setting; rule postprocess
+# detruecases exactly when the corpus truecases.
 rule truecase_apply:
     input:
         text=truecase_input,
-        model="data/{corpus}/{pair}/truecase/model.{lang}",
+        model=lambda wc: (
+            f"data/{wc.corpus}/{wc.pair}/truecase/model.{wc.lang}"
+            if preprocess_setting(wc, "truecase")
+            else []
+        ),
     output:
         "data/{corpus}/{pair}/tc/{split}.{lang}",
     log:
@@ -88,8 +95,10 @@ rule truecase_apply:
     resources:
         mem_mb=2000,
         runtime=120,
+    params:
+        model=lambda wc, input: ["--model", input.model] if input.model else [],
     shell:
-        "nmtvariants truecase apply --model {input.model:q} -j {threads} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        "nmtvariants truecase apply {params.model:q} -j {threads} -o {output:q} {input.text:q} > {log:q} 2>&1"
 
 
 rule bpe_learn:

@@ -9,6 +9,7 @@ for byte, and the gold tokens run pre-tokenised must give the same lines.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from sacremoses import MosesTokenizer
 
 from nmtvariants.cli import main as cli_main
 from nmtvariants.corpora.toyworld import generate
-from nmtvariants.errors import InputError
+from nmtvariants.errors import InputError, MissingResourceError
 from nmtvariants.fileio import write_lines
 from nmtvariants.syntax.conllu import read_conllu
 from nmtvariants.text.chain import ChainSettings, TrainedChain, load_settings
@@ -136,6 +137,7 @@ def test_settings_defaults_are_the_schema_defaults() -> None:
     assert defaults.lowercase == props["lowercase"]["default"]
     assert defaults.aggressive_hyphen == props["aggressive_hyphen"]["default"]
     assert defaults.escape == props["escape"]["default"]
+    assert defaults.truecase == props["truecase"]["default"]
     assert defaults.threshold == props["bpe"]["properties"]["threshold"]["default"]
     assert list(defaults.translit) == props["bpe"]["properties"]["translit"]["default"]
     assert SETTINGS.aggressive_hyphen and SETTINGS.translit == ("ru",)
@@ -286,6 +288,50 @@ def test_missing_files_and_unknown_corpus_are_clean_errors(toy: Path, tmp_path: 
         )
         == 2
     )
+
+
+def test_a_corpus_without_truecasing_needs_no_model_and_keeps_the_case(toy: Path, tmp_path: Path) -> None:
+    """`truecase: false`: the workflow's tc/ files are the tokenised text, so the chain replaying it
+    is tokenise -> BPE, and a pair folder without a truecase model is complete."""
+    folder = tmp_path / "toyworld" / "en-de"
+    shutil.copytree(toy / "en-de", folder, ignore=shutil.ignore_patterns("truecase"))
+    config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    config["corpora"]["toyworld"]["preprocess"]["truecase"] = False
+    (tmp_path / "plain.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    settings = load_settings(tmp_path / "plain.yaml", "toyworld")
+    assert not settings.truecase
+    with pytest.raises(MissingResourceError, match="truecase model not found"):
+        TrainedChain.from_corpus_dir(folder, "en", SETTINGS)
+    # rule bpe_apply on the tokenised test text (what rule truecase_apply leaves unchanged)
+    expected = tmp_path / "expected.en"
+    _run(
+        "bpe",
+        "apply",
+        "--codes",
+        str(folder / "bpe" / "codes"),
+        "--vocab",
+        str(folder / "bpe" / "vocab.en"),
+        "--threshold",
+        str(settings.threshold),
+        "-o",
+        str(expected),
+        str(toy / "tok" / "test.en"),
+    )
+    out = tmp_path / "chain.en"
+    config_args = ["--config", str(tmp_path / "plain.yaml"), "--corpus", "toyworld"]
+    _run(
+        "apply-chain",
+        "--corpus-dir",
+        str(folder),
+        "-l",
+        "en",
+        *config_args,
+        "-o",
+        str(out),
+        str(toy / "raw" / "test.en"),
+    )
+    assert _lines(out) == _lines(expected)
+    assert _lines(out) != _lines(toy / "en-de" / "bpe" / "test.en")  # the truecased chain differs
 
 
 @pytest.mark.parametrize("pair", ["en-de", "en-ru"])

@@ -90,7 +90,7 @@ def preprocessing_table(pairs: list[PairFiles]) -> pd.DataFrame:
 NOTES = """
 Cleaning follows Moses `clean-corpus-n.perl` (training data only; dev/test keep every line).
 Round-trip exactness: the workflow's own BPE file of each test set, post-processed as the
-hypotheses are (de-BPE -> detruecase -> detokenise), compared with the normalised raw line (`inverse`
-in the JSON reports under results/<corpus>/<pair>/roundtrip/, which also list examples of each
-mismatch class and the stage that broke the line).
+hypotheses are (de-BPE -> detruecase if the corpus truecases -> detokenise), compared with the
+normalised raw line (`inverse` in the JSON reports under results/<corpus>/<pair>/roundtrip/, which
+also list examples of each mismatch class and the stage that broke the line).
 """

@@ -6,7 +6,8 @@ training data did, so this module replays `rules/preprocess.smk` with the files 
 trained (``data/<corpus>/<pair>/``)::
 
     normalise (Moses, optionally lower-case) -> tokenise (Moses, -a and escaping as configured)
-    -> truecase (the pair's trained model) -> BPE (the pair's codes, vocabulary and threshold)
+    -> truecase (the pair's trained model; none with ``truecase: false``)
+    -> BPE (the pair's codes, vocabulary and threshold)
 
 With Emelin et al.'s transliterated joint BPE (``bpe.translit``), the transliteration is in the
 codes: a transliterated language is segmented in its own script with the final codes and the other
@@ -46,6 +47,7 @@ class ChainSettings:
     lowercase: bool = False
     aggressive_hyphen: bool = True
     escape: bool = False
+    truecase: bool = True
     threshold: int = 50
     translit: tuple[str, ...] = ()
 
@@ -56,6 +58,7 @@ class ChainSettings:
             lowercase=bool(preprocess.get("lowercase", cls.lowercase)),
             aggressive_hyphen=bool(preprocess.get("aggressive_hyphen", cls.aggressive_hyphen)),
             escape=bool(preprocess.get("escape", cls.escape)),
+            truecase=bool(preprocess.get("truecase", cls.truecase)),
             threshold=int(bpe.get("threshold", cls.threshold)),
             translit=tuple(bpe.get("translit", cls.translit)),
         )
@@ -119,10 +122,11 @@ class TrainedChain:
             )
         translit = [other for other in settings.translit if other in langs]
         codes = codes_path_for(folder / "bpe" / "codes", lang, translit)
+        model = folder / "truecase" / f"model.{lang}"
         return cls(
             lang,
             settings,
-            truecase_model=_required(folder / "truecase" / f"model.{lang}", "truecase model"),
+            truecase_model=_required(model, "truecase model") if settings.truecase else None,
             codes=_required(codes, "BPE codes"),
             vocab=_required(vocab_path_for(folder / "bpe", lang), "BPE vocabulary"),
         )

@@ -4,7 +4,7 @@ nmtvariants normalize  -l LANG [IN] [-o OUT] [--lowercase] [--no-perl-parity] [-
 nmtvariants tokenize   -l LANG [IN] [-o OUT] [-a] [--no-escape] [-j N]
 nmtvariants detokenize -l LANG [IN] [-o OUT] [--no-unescape] [-j N]
 nmtvariants truecase train --model M [IN]
-nmtvariants truecase apply --model M [IN] [-o OUT] [-j N]
+nmtvariants truecase apply [--model M] [IN] [-o OUT] [-j N]
 nmtvariants truecase undo  [IN] [-o OUT]
 nmtvariants segment    -l ja|zh [--method M] [IN] [-o OUT] [-j N]
 nmtvariants clean --src-in A --tgt-in B --src-out A2 --tgt-out B2 [--min 1 --max 80 --ratio 9]
@@ -181,9 +181,11 @@ def _add_truecase(subparsers: argparse._SubParsersAction) -> None:
     train.set_defaults(func=_run_truecase_train)
 
     apply = actions.add_parser("apply", help="truecase tokenised text")
-    apply.add_argument("--model", required=True, type=Path)
+    apply.add_argument(
+        "--model", type=Path, help="truecase model; none: the text unchanged (preprocess.truecase: false)"
+    )
     _io_arguments(apply)
-    apply.set_defaults(func=lambda a: _run_step(a, Truecaser(a.model)))
+    apply.set_defaults(func=_run_truecase_apply)
 
     undo = actions.add_parser("undo", help="detruecase: capitalise sentence starts")
     _io_arguments(undo)
@@ -193,6 +195,16 @@ def _add_truecase(subparsers: argparse._SubParsersAction) -> None:
 def _run_truecase_train(args: argparse.Namespace) -> None:
     types = train_truecaser(_read(args.input), args.model)
     log.info("truecase model %s: %d types", args.model, types)
+
+
+def _run_truecase_apply(args: argparse.Namespace) -> None:
+    """Without a model the stage is the identity: a corpus with ``truecase: false`` still has its
+    ``tc/`` files (the same lines), so no rule downstream needs a case of its own."""
+    if args.model is None:
+        count = _write(args.output, _read(args.input))
+        log.info("truecase apply without a model: %d lines copied unchanged", count)
+        return
+    _run_step(args, Truecaser(args.model))
 
 
 def _run_clean(args: argparse.Namespace) -> None:

@@ -1,7 +1,10 @@
 """The exact inverse of the preprocessing chain, applied to system output before scoring.
 
-Forward:  normalize -> tokenize [-> segment] -> truecase -> [transliterate] -> BPE
-Inverse:  remove BPE -> [map transliteration back] -> detruecase -> detokenize [-> desegment ja/zh]
+Forward:  normalize -> tokenize [-> segment] [-> truecase] -> [transliterate] -> BPE
+Inverse:  remove BPE -> [map transliteration back] [-> detruecase] -> detokenize [-> desegment ja/zh]
+
+Truecasing and detruecasing both follow the corpus's ``preprocess.truecase``: without it the tc/
+stage is the identity and nothing is detruecased (``truecased=False``).
 
 Normalisation has no inverse (it maps several characters to one); the design compares the
 detokenised output with the *raw* reference, so whatever normalisation changed stays a difference

@@ -159,6 +159,37 @@ def test_changed_settings_train_from_scratch_and_keep_the_old_checkpoints(corpus
     assert not (tmp_path / "checkpoints").exists()
 
 
+def test_changed_data_contents_train_from_scratch(tmp_path):
+    """A re-run triggered by new contents at the same paths (a fixed preprocessing stage) must not
+    resume from checkpoints trained on the old text; the same contents resume."""
+    data = make_corpus(tmp_path / "data")
+    train(parse_run_config(run_config(data, max_updates=10)), tmp_path / "run")
+    same = Trainer(parse_run_config(run_config(data, max_updates=20)), tmp_path / "run")
+    assert same.resumed_from is not None and same.state.update == 10
+    lines = (tmp_path / "data" / "train.tgt").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "data" / "train.tgt").write_text("\n".join(lines[::-1]) + "\n", encoding="utf-8")
+    changed = Trainer(parse_run_config(run_config(data, max_updates=20)), tmp_path / "run")
+    assert changed.resumed_from is None and changed.state.update == 0
+    assert len(list((tmp_path / "run").glob("checkpoints.stale-*"))) == 1
+
+
+def test_data_digest_names_every_file_and_follows_contents(tmp_path):
+    import hashlib
+
+    from nmtvariants.training.data_digest import data_digest, digest_conflicts
+
+    data = make_corpus(tmp_path / "data")
+    (tmp_path / "parents").write_text("0 0\n", encoding="utf-8")
+    settings = parse_run_config(
+        run_config({**data, "train_aux": {"parents": str(tmp_path / "parents")}})
+    ).data
+    digest = data_digest(settings)
+    assert set(digest) == {"train_src", "train_tgt", "valid_src", "valid_tgt", "vocab", "train_aux.parents"}
+    assert digest["train_aux.parents"] == hashlib.sha256(b"0 0\n").hexdigest()
+    assert digest_conflicts(None, digest) == []  # checkpoints from before digests
+    assert digest_conflicts({**digest, "vocab": "0"}, digest) == ["data.vocab: contents changed"]
+
+
 def test_resumable_changes_keep_resuming(corpus, tmp_path):
     from nmtvariants.training.train_config import resume_conflicts
 

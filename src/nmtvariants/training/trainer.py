@@ -51,6 +51,7 @@ from nmtvariants.errors import ConfigError
 from nmtvariants.models import build_model, model_config
 from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.training import checkpoints as ckpt
+from nmtvariants.training.data_digest import data_digest, digest_conflicts
 from nmtvariants.training.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, shutdown
 from nmtvariants.training.logging_utils import TrainLogger, perplexity
 from nmtvariants.training.loss import projected_label_smoothed_nll
@@ -406,6 +407,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.info.device.type, enabled=self.train_cfg.amp == "fp16")
         self.state = TrainerState()
         self.resumed_from: Path | None = None
+        self.data_digest = data_digest(config.data)
         self._resume()
         loss_module: nn.Module = LossModule(self.model, self.train_cfg.label_smoothing)
         if self.train_cfg.compile:
@@ -416,13 +418,16 @@ class Trainer:
         self.loss_module = loss_module
 
     # ------------------------------------------------------------------ checkpoints
-    def _set_aside_foreign_checkpoints(self, saved_config: dict[str, Any] | None) -> bool:
-        """Move checkpoints written under another configuration out of the way; True if moved.
+    def _set_aside_foreign_checkpoints(self, state: dict[str, Any]) -> bool:
+        """Move checkpoints written under another configuration, or on other data, out of the way;
+        True if moved.
 
-        Snakemake re-runs a training job when its parameters change; resuming from the old run's
-        checkpoints would silently mix two experiments, so they are kept (renamed) but not used.
+        Snakemake re-runs a training job when its parameters or its input files change; resuming
+        from the old run's checkpoints would silently mix two experiments, so they are kept (renamed)
+        but not used.
         """
-        conflicts = resume_conflicts(saved_config or {}, self.config.to_dict())
+        conflicts = resume_conflicts(state.get("train_config") or {}, self.config.to_dict())
+        conflicts += digest_conflicts(state.get("data_digest"), self.data_digest)
         if not conflicts:
             return False
         barrier(self.info)
@@ -443,7 +448,7 @@ class Trainer:
         if found is None:
             return
         path, state = found
-        if self._set_aside_foreign_checkpoints(state.get("train_config")):
+        if self._set_aside_foreign_checkpoints(state):
             return
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -492,6 +497,7 @@ class Trainer:
             "update": self.state.update,
             "trainer": self.state.as_dict(),
             "train_config": self.config.to_dict(),
+            "data_digest": self.data_digest,
         }
 
     def save(self) -> Path | None:

@@ -1,5 +1,51 @@
 # Moses normalize + tokenize -> clean (train only) -> truecase -> joint BPE -> network vocabulary.
 # Layout: data/<corpus>/tok/<split>.<lang> (pair-independent), then data/<corpus>/<src>-<tgt>/<stage>/.
+# A pair's further languages (`preprocess.bpe.shared_with`, e.g. {en-cs: [de, fr]}) go through the
+# same chain inside the pair's folder: clean_shared keeps the lines the pair's cleaning kept, the
+# truecase rules give them their own model, bpe_learn learns the merges on them too, bpe_vocab_shared
+# counts their vocab.<lang>, bpe_apply segments them, and network_vocab adds their units.
+
+from nmtvariants.config import shared_bpe_languages
+
+SHARED_BPE = shared_bpe_languages(CORPORA)  # (corpus, pair) -> further languages; checked here
+SHARED_LANGS = sorted({lang for langs in SHARED_BPE.values() for lang in langs})
+
+
+wildcard_constraints:
+    shared="|".join(SHARED_LANGS) or "(?!)",
+
+
+def shared_langs(wildcards):
+    pair = wildcards.pair if "pair" in wildcards.keys() else f"{wildcards.src}-{wildcards.tgt}"
+    return SHARED_BPE.get((wildcards.corpus, pair), [])
+
+
+def bpe_learn_inputs(wildcards):
+    base = f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/tc"
+    inputs = {"src": f"{base}/train.{wildcards.src}", "tgt": f"{base}/train.{wildcards.tgt}"}
+    for lang in shared_langs(wildcards):
+        inputs[f"shared_{lang}"] = f"{base}/train.{lang}"
+    return inputs
+
+
+def bpe_learn_shared_args(wildcards, input):
+    return [
+        word for lang in shared_langs(wildcards) for word in ("--shared", f"{lang}={input[f'shared_{lang}']}")
+    ]
+
+
+def shared_codes(wildcards):
+    """The shared codes for a further language: the Latin merges when the pair transliterates one of its
+    own languages (bpe_codes_for), since a further language is never transliterated."""
+    codes = f"data/{wildcards.corpus}/{wildcards.pair}/bpe/codes"
+    return f"{codes}.latin" if translit_langs(wildcards) else codes
+
+
+def network_vocab_inputs(wildcards):
+    """The segmented training text of the pair's languages, then of its further languages."""
+    base = f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/bpe"
+    langs = [wildcards.src, wildcards.tgt, *shared_langs(wildcards)]
+    return [f"{base}/train.{lang}" for lang in langs]
 
 
 rule tokenize:
@@ -57,6 +103,29 @@ rule clean:
         " --report {output.report:q} --kept {output.kept:q} > {log:q} 2>&1"
 
 
+# A further language of the pair (shared_with): its tokenised training lines that the pair kept.
+rule clean_shared:
+    input:
+        text="data/{corpus}/tok/train.{shared}",
+        kept="data/{corpus}/{pair}/clean/train.kept",
+    output:
+        "data/{corpus}/{pair}/clean/train.{shared}",
+    log:
+        "logs/clean/{corpus}/{pair}.{shared}.log",
+    conda:
+        "../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants follow-clean --kept {input.kept:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+
+
+# a language that is shared with one pair and a pair's own language in another: the pair's own rule
+ruleorder: clean > clean_shared
+
+
 rule truecase_train:
     input:
         "data/{corpus}/{pair}/clean/train.{lang}",
@@ -94,8 +163,7 @@ rule truecase_apply:
 
 rule bpe_learn:
     input:
-        src="data/{corpus}/{src}-{tgt}/tc/train.{src}",
-        tgt="data/{corpus}/{src}-{tgt}/tc/train.{tgt}",
+        unpack(bpe_learn_inputs),
     output:
         codes="data/{corpus}/{src}-{tgt}/bpe/codes",
         src_vocab="data/{corpus}/{src}-{tgt}/bpe/vocab.{src}",
@@ -114,10 +182,36 @@ rule bpe_learn:
             arg for lang in translit_langs(wc) for arg in ("--translit", lang)
         ],
         vocab_dir="data/{corpus}/{src}-{tgt}/bpe",
+        shared=bpe_learn_shared_args,
     shell:
         "nmtvariants bpe learn --input {wildcards.src:q}={input.src:q} --input {wildcards.tgt:q}={input.tgt:q}"
         " -s {params.merges:q} --codes {output.codes:q} --vocab-dir {params.vocab_dir:q} {params.translit:q}"
-        " > {log:q} 2>&1"
+        " {params.shared:q} > {log:q} 2>&1"
+
+
+# A further language's vocab.<lang>: its training text segmented with the shared codes, counted (what
+# bpe_learn would write for it; one job per file keeps every output declared).
+rule bpe_vocab_shared:
+    input:
+        text="data/{corpus}/{pair}/tc/train.{shared}",
+        codes="data/{corpus}/{pair}/bpe/codes",
+    output:
+        "data/{corpus}/{pair}/bpe/vocab.{shared}",
+    log:
+        "logs/bpe_vocab/{corpus}/{pair}.{shared}.log",
+    conda:
+        "../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        codes=shared_codes,
+    shell:
+        "nmtvariants bpe count --codes {params.codes:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+
+
+ruleorder: bpe_learn > bpe_vocab_shared
 
 
 rule bpe_apply:
@@ -145,8 +239,7 @@ rule bpe_apply:
 
 rule network_vocab:
     input:
-        src="data/{corpus}/{src}-{tgt}/bpe/train.{src}",
-        tgt="data/{corpus}/{src}-{tgt}/bpe/train.{tgt}",
+        network_vocab_inputs,
     output:
         "data/{corpus}/{src}-{tgt}/bpe/vocab.txt",
     log:
@@ -158,7 +251,7 @@ rule network_vocab:
         mem_mb=2000,
         runtime=30,
     shell:
-        "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
+        "nmtvariants vocab {input:q} -o {output:q} > {log:q} 2>&1"
 
 
 # The round trip of the chain that was run: the workflow's own tokenised, truecased and BPE files of

@@ -3,49 +3,8 @@
 # A pair's further languages (`preprocess.bpe.shared_with`, e.g. {en-cs: [de, fr]}) go through the
 # same chain inside the pair's folder: clean_shared keeps the lines the pair's cleaning kept, the
 # truecase rules give them their own model, bpe_learn learns the merges on them too, bpe_vocab_shared
-# counts their vocab.<lang>, bpe_apply segments them, and network_vocab adds their units.
-
-from nmtvariants.config import shared_bpe_languages
-
-SHARED_BPE = shared_bpe_languages(CORPORA)  # (corpus, pair) -> further languages; checked here
-SHARED_LANGS = sorted({lang for langs in SHARED_BPE.values() for lang in langs})
-
-
-wildcard_constraints:
-    shared="|".join(SHARED_LANGS) or "(?!)",
-
-
-def shared_langs(wildcards):
-    pair = wildcards.pair if "pair" in wildcards.keys() else f"{wildcards.src}-{wildcards.tgt}"
-    return SHARED_BPE.get((wildcards.corpus, pair), [])
-
-
-def bpe_learn_inputs(wildcards):
-    base = f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/tc"
-    inputs = {"src": f"{base}/train.{wildcards.src}", "tgt": f"{base}/train.{wildcards.tgt}"}
-    for lang in shared_langs(wildcards):
-        inputs[f"shared_{lang}"] = f"{base}/train.{lang}"
-    return inputs
-
-
-def bpe_learn_shared_args(wildcards, input):
-    return [
-        word for lang in shared_langs(wildcards) for word in ("--shared", f"{lang}={input[f'shared_{lang}']}")
-    ]
-
-
-def shared_codes(wildcards):
-    """The shared codes for a further language: the Latin merges when the pair transliterates one of its
-    own languages (bpe_codes_for), since a further language is never transliterated."""
-    codes = f"data/{wildcards.corpus}/{wildcards.pair}/bpe/codes"
-    return f"{codes}.latin" if translit_langs(wildcards) else codes
-
-
-def network_vocab_inputs(wildcards):
-    """The segmented training text of the pair's languages, then of its further languages."""
-    base = f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/bpe"
-    langs = [wildcards.src, wildcards.tgt, *shared_langs(wildcards)]
-    return [f"{base}/train.{lang}" for lang in langs]
+# counts their vocab.<lang>, bpe_apply segments them, and network_vocab adds their units (the
+# functions they call: rules/common.smk).
 
 
 rule tokenize:

@@ -16,6 +16,7 @@ from nmtvariants.cli import main
 from nmtvariants.config import shared_bpe_languages
 from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError
+from nmtvariants.text.translit import iso9_to_latin
 
 FRENCH_WORD = "pamplemousse"  # a word only the further language has
 
@@ -81,6 +82,54 @@ def test_shared_learning_equals_subword_nmt_on_all_three_files(tmp_path):
     )  # fmt: skip
     for name in ("codes", "vocab.en", "vocab.de", "vocab.fr"):
         assert (ours / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def test_a_further_language_of_a_transliterated_pair_is_counted_with_the_latin_merges(tmp_path):
+    """EN-RU learns on ISO 9 Russian (Emelin et al.); a further FR is learned on as it is, segmented with
+    the Latin merges (`codes.latin`, as the pair's English), and counted as subword-nmt counts it when
+    learning on EN, Latin RU and FR."""
+    files = toy_corpus(tmp_path)
+    files["ru"] = tmp_path / "train.ru"
+    files["ru"].write_text("собака видит кошку\nкрасный мяч\nкошка ест\n" * 20, encoding="utf-8")
+    ours = tmp_path / "ours"
+    argv = [
+        "bpe",
+        "learn",
+        "--input",
+        f"en={files['en']}",
+        "--input",
+        f"ru={files['ru']}",
+        "--translit",
+        "ru",
+    ]
+    argv += [
+        "--shared",
+        f"fr={files['fr']}",
+        "-s",
+        "60",
+        "--codes",
+        str(ours / "codes"),
+        "--vocab-dir",
+        str(ours),
+    ]
+    assert main(argv) == 0
+    assert not (ours / "vocab.fr").exists()
+    assert main(["bpe", "count", "--codes", str(ours / "codes.latin"), "-o", str(ours / "vocab.fr"),
+                 str(files["fr"])]) == 0  # fmt: skip
+    latin = tmp_path / "train.ru.latin"
+    latin.write_text(
+        "".join(iso9_to_latin(line) + "\n" for line in files["ru"].read_text(encoding="utf-8").splitlines()),
+        encoding="utf-8",
+    )
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    vocabs = [str(reference / f"vocab.{lang}") for lang in ("en", "ru", "fr")]
+    subword_nmt(
+        "learn-joint-bpe-and-vocab", "--input", str(files["en"]), str(latin), str(files["fr"]),
+        "-s", "60", "-o", str(reference / "codes"), "--write-vocabulary", *vocabs,
+    )  # fmt: skip
+    assert (ours / "codes.latin").read_bytes() == (reference / "codes").read_bytes()
+    assert (ours / "vocab.fr").read_bytes() == (reference / "vocab.fr").read_bytes()
 
 
 def test_network_vocabulary_holds_every_unit_of_the_further_language(tmp_path):

@@ -92,26 +92,9 @@ def test_a_further_language_of_a_transliterated_pair_is_counted_with_the_latin_m
     files["ru"] = tmp_path / "train.ru"
     files["ru"].write_text("собака видит кошку\nкрасный мяч\nкошка ест\n" * 20, encoding="utf-8")
     ours = tmp_path / "ours"
-    argv = [
-        "bpe",
-        "learn",
-        "--input",
-        f"en={files['en']}",
-        "--input",
-        f"ru={files['ru']}",
-        "--translit",
-        "ru",
-    ]
-    argv += [
-        "--shared",
-        f"fr={files['fr']}",
-        "-s",
-        "60",
-        "--codes",
-        str(ours / "codes"),
-        "--vocab-dir",
-        str(ours),
-    ]
+    argv = ["bpe", "learn", "--input", f"en={files['en']}", "--input", f"ru={files['ru']}"]
+    argv += ["--translit", "ru", "--shared", f"fr={files['fr']}", "-s", "60"]
+    argv += ["--codes", str(ours / "codes"), "--vocab-dir", str(ours)]
     assert main(argv) == 0
     assert not (ours / "vocab.fr").exists()
     assert main(["bpe", "count", "--codes", str(ours / "codes.latin"), "-o", str(ours / "vocab.fr"),

@@ -7,6 +7,7 @@ from nmtvariants.config import (
     content_id,
     decode_settings,
     input_files,
+    shared_bpe_languages,
     training_runs,
 )
 
@@ -37,6 +38,9 @@ TOYWORLD = {
 DOWNLOADED_CORPORA = {
     name: corpus for name, corpus in CORPORA.items() if corpus["source"] != "toyworld"
 }
+# (corpus, pair) -> the further languages its joint BPE is learned on (preprocess.bpe.shared_with)
+SHARED_BPE = shared_bpe_languages(CORPORA)
+SHARED_LANGS = sorted({lang for langs in SHARED_BPE.values() for lang in langs})
 
 
 wildcard_constraints:
@@ -51,6 +55,7 @@ wildcard_constraints:
     run="[0-9a-f]{12}",
     decode="[0-9a-f]{12}",
     last="[0-9]+",
+    shared="|".join(SHARED_LANGS) or "(?!)",  # a further language of a pair's BPE
 
 
 def as_list(value):
@@ -261,6 +266,46 @@ def bpe_codes_for(wildcards):
     codes = f"data/{wildcards.corpus}/{wildcards.pair}/bpe/codes"
     langs = translit_langs(wildcards)
     return codes if not langs or wildcards.lang in langs else f"{codes}.latin"
+
+
+# A pair's further languages (preprocess.bpe.shared_with): rules/preprocess.smk.
+
+
+def shared_langs(wildcards):
+    return SHARED_BPE.get((wildcards.corpus, f"{wildcards.src}-{wildcards.tgt}"), [])
+
+
+def bpe_learn_inputs(wildcards):
+    base = f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/tc"
+    inputs = {
+        "src": f"{base}/train.{wildcards.src}",
+        "tgt": f"{base}/train.{wildcards.tgt}",
+    }
+    for lang in shared_langs(wildcards):
+        inputs[f"shared_{lang}"] = f"{base}/train.{lang}"
+    return inputs
+
+
+def bpe_learn_shared_args(wildcards, input):
+    return [
+        word
+        for lang in shared_langs(wildcards)
+        for word in ("--shared", f"{lang}={input[f'shared_{lang}']}")
+    ]
+
+
+def shared_codes(wildcards):
+    """The codes for a further language: the Latin merges when the pair transliterates one
+    of its own languages (as bpe_codes_for); a further language is never transliterated."""
+    codes = f"data/{wildcards.corpus}/{wildcards.pair}/bpe/codes"
+    return f"{codes}.latin" if translit_langs(wildcards) else codes
+
+
+def network_vocab_inputs(wildcards):
+    """The segmented training text of the pair's languages, then of its further ones."""
+    base = f"data/{wildcards.corpus}/{wildcards.src}-{wildcards.tgt}/bpe"
+    langs = [wildcards.src, wildcards.tgt, *shared_langs(wildcards)]
+    return [f"{base}/train.{lang}" for lang in langs]
 
 
 # --- train: content-addressed runs, shared between experiments and studies ---------------------

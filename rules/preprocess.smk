@@ -1,5 +1,10 @@
 # Moses normalize + tokenize -> clean (train only) -> truecase -> joint BPE -> network vocabulary.
 # Layout: data/<corpus>/tok/<split>.<lang> (pair-independent), then data/<corpus>/<src>-<tgt>/<stage>/.
+# A pair's further languages (`preprocess.bpe.shared_with`, e.g. {en-cs: [de, fr]}) go through the
+# same chain inside the pair's folder: clean_shared keeps the lines the pair's cleaning kept, the
+# truecase rules give them their own model, bpe_learn learns the merges on them too, bpe_vocab_shared
+# counts their vocab.<lang>, bpe_apply segments them, and network_vocab adds their units (the
+# functions they call: rules/common.smk).
 
 
 rule tokenize:
@@ -57,6 +62,29 @@ rule clean:
         " --report {output.report:q} --kept {output.kept:q} > {log:q} 2>&1"
 
 
+# A further language of the pair (shared_with): its tokenised training lines that the pair kept.
+rule clean_shared:
+    input:
+        text="data/{corpus}/tok/train.{shared}",
+        kept="data/{corpus}/{pair}/clean/train.kept",
+    output:
+        "data/{corpus}/{pair}/clean/train.{shared}",
+    log:
+        "logs/clean/{corpus}/{pair}.{shared}.log",
+    conda:
+        "../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "nmtvariants follow-clean --kept {input.kept:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+
+
+# a language that is shared with one pair and a pair's own language in another: the pair's own rule
+ruleorder: clean > clean_shared
+
+
 rule truecase_train:
     input:
         "data/{corpus}/{pair}/clean/train.{lang}",
@@ -103,8 +131,7 @@ rule truecase_apply:
 
 rule bpe_learn:
     input:
-        src="data/{corpus}/{src}-{tgt}/tc/train.{src}",
-        tgt="data/{corpus}/{src}-{tgt}/tc/train.{tgt}",
+        unpack(bpe_learn_inputs),
     output:
         codes="data/{corpus}/{src}-{tgt}/bpe/codes",
         src_vocab="data/{corpus}/{src}-{tgt}/bpe/vocab.{src}",
@@ -123,10 +150,36 @@ rule bpe_learn:
             arg for lang in translit_langs(wc) for arg in ("--translit", lang)
         ],
         vocab_dir="data/{corpus}/{src}-{tgt}/bpe",
+        shared=bpe_learn_shared_args,
     shell:
         "nmtvariants bpe learn --input {wildcards.src:q}={input.src:q} --input {wildcards.tgt:q}={input.tgt:q}"
         " -s {params.merges:q} --codes {output.codes:q} --vocab-dir {params.vocab_dir:q} {params.translit:q}"
-        " > {log:q} 2>&1"
+        " {params.shared:q} > {log:q} 2>&1"
+
+
+# A further language's vocab.<lang>: its training text segmented with the shared codes, counted (what
+# bpe_learn would write for it; one job per file keeps every output declared).
+rule bpe_vocab_shared:
+    input:
+        text="data/{corpus}/{pair}/tc/train.{shared}",
+        codes="data/{corpus}/{pair}/bpe/codes",
+    output:
+        "data/{corpus}/{pair}/bpe/vocab.{shared}",
+    log:
+        "logs/bpe_vocab/{corpus}/{pair}.{shared}.log",
+    conda:
+        "../envs/text.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        codes=shared_codes,
+    shell:
+        "nmtvariants bpe count --codes {params.codes:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+
+
+ruleorder: bpe_learn > bpe_vocab_shared
 
 
 rule bpe_apply:
@@ -154,8 +207,7 @@ rule bpe_apply:
 
 rule network_vocab:
     input:
-        src="data/{corpus}/{src}-{tgt}/bpe/train.{src}",
-        tgt="data/{corpus}/{src}-{tgt}/bpe/train.{tgt}",
+        network_vocab_inputs,
     output:
         "data/{corpus}/{src}-{tgt}/bpe/vocab.txt",
     log:
@@ -167,7 +219,7 @@ rule network_vocab:
         mem_mb=2000,
         runtime=30,
     shell:
-        "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
+        "nmtvariants vocab {input:q} -o {output:q} > {log:q} 2>&1"
 
 
 # The round trip of the chain that was run: the workflow's own tokenised, truecased and BPE files of

@@ -141,9 +141,21 @@ def test_multi30k_config_plans_the_baseline_and_the_four_strategies_with_de_and_
     jobs = dry_run_jobs(result.stdout)
     rules = Counter(job["rule"] for job in jobs)
     assert rules["train"] == 5 and rules["libovicky2018_table"] == 1
-    made = {job["output"] for job in jobs if job["rule"] == "libovicky2018_source"}
+    made = {job["output"]: job["input"] for job in jobs if job["rule"] == "libovicky2018_source"}
     splits = ("train", "valid", "test_2016_flickr", "test_2018_flickr")
-    assert made == {f"data/multi30k/en-cs/inputs/{s}.src_{lang}" for s in splits for lang in ("de", "fr")}
+    assert made == {
+        f"data/multi30k/en-cs/inputs/{s}.src_{lang}": f"data/multi30k/en-cs/bpe/{s}.{lang}"
+        for s in splits
+        for lang in ("de", "fr")
+    }
+    # one BPE over EN, CS, DE and FR (shared_with: {en-cs: [de, fr]}), which the baseline uses too
+    (learn,) = [job for job in jobs if job["rule"] == "bpe_learn"]
+    assert learn["output"].startswith("data/multi30k/en-cs/bpe/codes")
+    assert learn["input"].split(", ") == [
+        f"data/multi30k/en-cs/tc/train.{x}" for x in ("en", "cs", "de", "fr")
+    ]
+    vocab = "data/multi30k/en-cs/bpe/vocab.txt"
+    assert all(vocab in job["input"].split(", ") for job in jobs if job["rule"] == "train")
     # 4 strategies x 3 randomised languages (en, de, fr) x 3 seeds x 2 test sets
     assert rules["libovicky2018_translate"] == 4 * 3 * 3 * 2
     (table,) = [job for job in jobs if job["rule"] == "libovicky2018_table"]

@@ -247,12 +247,14 @@ def counts(jobs: list[dict[str, str]]) -> Counter:
 
 CHAIN = {  # toyworld en-de up to the network vocabulary (see test_workflow_studies)
     "toyworld": 1,
-    "tokenize": 5,
+    "tokenize": 6,
     "clean": 1,
-    "truecase_train": 2,
-    "truecase_apply": 5,
+    "clean_shared": 1,
+    "truecase_train": 3,
+    "truecase_apply": 6,
     "bpe_learn": 1,
-    "bpe_apply": 5,
+    "bpe_apply": 6,
+    "bpe_vocab_shared": 1,
     "network_vocab": 1,
 }
 

@@ -1,5 +1,6 @@
-"""The Libovický et al. (2018) study: its further-source segmentation, its attention-over-sources
-measure, Tables 1 and 2 on hand-made score files, and its workflow targets on the real planner."""
+"""The Libovický et al. (2018) study: its attention-over-sources measure, Tables 1 and 2 on hand-made
+score files, and its workflow targets on the real planner (the further sources' shared BPE:
+test_shared_bpe.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from workflow_configs import dry_run_jobs, snakemake
 from nmtvariants.cli import main
 from nmtvariants.data.batching import collate
 from nmtvariants.data.dataset import ParallelData
-from nmtvariants.data.vocab import SPECIALS, Vocabulary
 from nmtvariants.errors import ConfigError
 from nmtvariants.evaluation.adversarial import summarize_adversarial
 from nmtvariants.evaluation.results import write_scores_json
@@ -25,31 +25,8 @@ from nmtvariants.models import build_model, capture, model_config
 from nmtvariants.studies.libovicky2018 import (
     System,
     adversarial_table,
-    fold_characters,
-    segment_further_source,
     source_attention,
 )
-
-# --- further sources ----------------------------------------------------------------------------------
-
-
-def test_fold_keeps_known_characters_and_folds_the_rest_into_the_alphabet():
-    alphabet = set("abcdeilmnopstuvLSé'\"")  # é is known: it stays; è, œ, « are not
-    assert fold_characters("Le œuf è « élu »", alphabet) == 'Le oeuf e " élu "'
-    # a character whose fold is not in the alphabet either stays as it is (the model's <unk>)
-    assert fold_characters("Ж ŋ ø ß", alphabet) == "Ж ŋ o ss"
-
-
-def test_further_source_units_are_all_in_the_network_vocabulary(tmp_path):
-    """Hand-applied BPE: merges t+h, th+e</w>, a+b, a+b</w> give `the`, `ab@@` and `ab`; `ab` is only
-    known as a final unit, so the non-final `ab@@` is split back to `a@@ b@@` (b@@, a single
-    character, stays); x is a single character; `é` is folded to `e`, which the vocabulary has."""
-    codes = tmp_path / "codes"
-    codes.write_text("#version: 0.2\nt h\nth e</w>\na b\na b</w>\n", encoding="utf-8")
-    vocab = tmp_path / "vocab.txt"
-    Vocabulary([*SPECIALS, "the", "a@@", "ab", "x", "e"]).save(vocab)
-    assert segment_further_source(["thé abx ab"], codes, vocab, None) == ["the a@@ b@@ x ab"]
-
 
 # --- attention over sources ----------------------------------------------------------------------
 
@@ -255,13 +232,17 @@ def test_table2_plans_the_further_source_and_its_derangements():
     jobs = plan(TABLE2)
     rules = Counter(job["rule"] for job in jobs)
     assert rules["train"] == 1 + 4 and rules["libovicky2018_table"] == 1
-    assert rules["libovicky2018_source"] == 3 and rules["libovicky2018_source_truecaser"] == 1
+    assert rules["libovicky2018_source"] == 3
     # the derangements are shared by the strategies; each strategy decodes en and fr deranged (1 seed)
     assert rules["libovicky2018_derange_text"] == 2 and rules["libovicky2018_translate"] == 4 * 2
     for absent in ("libovicky2018_image_features", "libovicky2018_attention", "report"):
         assert rules[absent] == 0, absent
-    made = {job["output"] for job in jobs if job["rule"] == "libovicky2018_source"}
-    assert made == {f"data/toyworld/en-de/inputs/{split}.src_fr" for split in ("train", "valid", "test")}
+    made = {job["output"]: job["input"] for job in jobs if job["rule"] == "libovicky2018_source"}
+    splits = ("train", "valid", "test")
+    # fr is en-de's further language: its inputs are the pair's own BPE'd text under the input name
+    assert made == {
+        f"data/toyworld/en-de/inputs/{s}.src_fr": f"data/toyworld/en-de/bpe/{s}.fr" for s in splits
+    }
 
 
 def test_derangement_seeds_come_from_the_study_settings(tmp_path):

@@ -113,18 +113,22 @@ def test_changing_one_setting_makes_another_run(tmp_path, change, trained, decod
 
 def test_a_table_target_plans_exactly_what_the_table_needs():
     """results/tables/baseline/baseline.md: toyworld en-de through the chain, one run, no en-ru, no
-    other table, no report. By hand: tokenise train/valid/test.en and train/valid.de (the test
-    reference stays raw), clean train, truecase models for en and de, truecase and BPE the five
-    tokenised files, one BPE model and network vocabulary, then train, average, decode, score."""
+    other table, no report. By hand: tokenise train/valid/test.en, train/valid.de (the test
+    reference stays raw) and train.fr (en-de's BPE is shared with fr: config.yaml), clean train and
+    keep fr's kept lines, truecase models for en, de and fr, truecase and BPE the six tokenised
+    files, one BPE model, fr's vocabulary and the network vocabulary, then train, average, decode,
+    score."""
     jobs = plan("results/tables/baseline/baseline.md")
     assert counts(jobs) == {
         "toyworld": 1,
-        "tokenize": 5,
+        "tokenize": 6,
         "clean": 1,
-        "truecase_train": 2,
-        "truecase_apply": 5,
+        "clean_shared": 1,
+        "truecase_train": 3,
+        "truecase_apply": 6,
         "bpe_learn": 1,
-        "bpe_apply": 5,
+        "bpe_apply": 6,
+        "bpe_vocab_shared": 1,
         "network_vocab": 1,
         "train": 1,
         "average": 1,

@@ -12,9 +12,11 @@
 # * <split>.resnet.npy: the split's images through the ResNet of `image_features` (toyworld: its
 #   rendered PNGs; downloaded corpora: the user's images under image_features.images), extracted once
 #   per corpus (data/<corpus>/features/) and hard-linked per pair;
-# * <split>.src_<lang>: a further source language through the pair's chain (studies/libovicky2018.py:
-#   own Moses tokenisation, the cleaned training lines, own truecaser, the pair's BPE codes filtered by
-#   the pair's network vocabulary).
+# * <split>.src_<lang>: a further source language, the pair's bpe/<split>.<lang>: the pair's joint BPE is
+#   learned on every language of a multi-source run (corpora.<c>.preprocess.bpe.shared_with, e.g.
+#   {en-cs: [de, fr]}), one sub-word vocabulary as in the paper, and each further language follows the
+#   pair's chain (rules/preprocess.smk: own Moses tokenisation, the pair's kept training lines, own
+#   truecaser, the shared codes filtered by its own vocab.<lang>).
 # A corpus whose sources are all Europarl v7 X-en bitexts (europarl_v7_<x>en) is the 5-way corpus the
 # paper builds by pivoting on English: rule libovicky2018_europarl_<corpus> writes its raw files.
 
@@ -92,28 +94,11 @@ rule libovicky2018_pair_features:
 # --- inputs: further source languages ---------------------------------------------------------------
 
 
-rule libovicky2018_source_truecaser:
-    input:
-        tok="data/{corpus}/tok/train.{lang}",
-        kept="data/{corpus}/{pair}/clean/train.kept",
-    output:
-        "data/{corpus}/{pair}/truecase/model.src_{lang}",
-    log:
-        "logs/libovicky2018/truecase/{corpus}/{pair}.{lang}.log",
-    conda:
-        "../../envs/text.yaml"
-    threads: 1
-    resources:
-        mem_mb=4000,
-        runtime=120,
-    shell:
-        "nmtvariants libovicky2018-truecaser --tok {input.tok:q} --kept {input.kept:q} --model {output:q}"
-        " > {log:q} 2>&1"
-
-
 rule libovicky2018_source:
     input:
-        unpack(LIBOVICKY2018.source_inputs),
+        # the pair's chain for a language that shares its BPE (preprocess.bpe.shared_with; checked by
+        # libovicky2018_plan.StudyPlan at start-up)
+        "data/{corpus}/{pair}/bpe/{split}.{lang}",
     output:
         "data/{corpus}/{pair}/inputs/{split}.src_{lang}",
     log:
@@ -122,13 +107,11 @@ rule libovicky2018_source:
         "../../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=120,
-    params:
-        options=LIBOVICKY2018.source_args,
+        mem_mb=500,
+        runtime=10,
     shell:
-        "nmtvariants libovicky2018-source --tok {input.tok:q} {params.options:q}"
-        " --codes {input.codes:q} --vocab {input.vocab:q} -o {output:q} > {log:q} 2>&1"
+        # the input name every study reads further sources under (config.input_files): a hard link
+        "ln -f {input:q} {output:q} 2> {log:q}"
 
 
 # --- the Europarl 5-way corpus (ES, FR, DE, CS with English as the pivot) ---------------------------

@@ -188,6 +188,30 @@ def bpe_folder(corpus_name: str, pair: str, inputs: dict[str, Any]) -> str:
     return f"data/{corpus_name}/{pair}/bpe"
 
 
+def shared_bpe_languages(corpora: dict[str, Any]) -> dict[tuple[str, str], list[str]]:
+    """(corpus, pair) -> the further languages whose training text that pair's joint BPE is also learned
+    on (``corpora.<c>.preprocess.bpe.shared_with``), checked: each pair is one of the corpus's pairs and
+    no further language is one of the pair's own. Their units then join the pair's network vocabulary,
+    so a multi-source run reads every source language with one shared vocabulary (Libovický et al.)."""
+    shared: dict[tuple[str, str], list[str]] = {}
+    for name, corpus in corpora.items():
+        where = f"corpora.{name}.preprocess.bpe.shared_with"
+        for pair, langs in (corpus["preprocess"]["bpe"].get("shared_with") or {}).items():
+            if pair not in corpus["pairs"]:
+                raise ConfigError(
+                    f"{where}.{pair}: not among the corpus's pairs ({', '.join(corpus['pairs'])}); "
+                    "name the pair whose BPE the languages share"
+                )
+            own = sorted(set(langs) & set(pair.split("-")))
+            if own:
+                raise ConfigError(
+                    f"{where}.{pair}: {', '.join(own)} is a language of the pair itself; list only further "
+                    "languages"
+                )
+            shared[(name, pair)] = list(langs)
+    return shared
+
+
 def run_settings(config: dict[str, Any], experiment: str, pair: str, variant: str) -> dict[str, Any]:
     """The run config handed to `nmtvariants train`: data paths, model, variant, train settings."""
     spec = config["experiments"][experiment]

@@ -1,16 +1,9 @@
-"""Libovický, Helcl & Mareček (2018): the study's further sources, its attention figure and its tables.
+"""Libovický, Helcl & Mareček (2018): the study's attention figure, its tables and the user's images.
 
-**Further sources.** A multi-source run reads its first source through the pair's own chain
-(tokenise, clean, truecase, joint BPE) and each further source language through the same chain with
-the pair's models, because the model has one vocabulary (the pair's ``bpe/vocab.txt``): the further
-language is tokenised with its own Moses rules, follows the cleaned training lines (``clean/train.kept``),
-is truecased with a model trained on those lines, then segmented with the *pair's* joint BPE codes
-under a vocabulary filter that is the network vocabulary itself, so every unit it emits is one the
-model knows, down to single characters. Characters the vocabulary lacks (French accents in an
-EN-DE vocabulary) are folded first (:func:`fold_characters`): a fixed table for ligatures and quotes,
-else the character without its combining marks (NFKD), kept as is when even that is unknown. The
-paper instead learns one shared word-piece vocabulary over all sources; with the pair's vocabulary the
-further sources are segmented more finely than the first (a documented deviation).
+**Further sources** are not segmented here: a multi-source run's pair learns its joint BPE on every
+source language and the target (``corpora.<c>.preprocess.bpe.shared_with``, rules/preprocess.smk), one
+sub-word vocabulary as in the paper, and each further language goes through the pair's chain; the
+study's rule only links the pair's ``bpe/<split>.<lang>`` to the input name ``inputs/<split>.src_<lang>``.
 
 **Attention over sources** (the paper's Figure 2): under teacher forcing, the share of each memory in
 each decoder layer's cross-attention, averaged over heads and the real target positions: for
@@ -26,9 +19,7 @@ randomised input, the mean and standard deviation of BLEU over the derangement s
 
 from __future__ import annotations
 
-import tempfile
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,70 +30,9 @@ import torch
 
 from nmtvariants.data.batching import collate
 from nmtvariants.data.dataset import ParallelData
-from nmtvariants.data.vocab import SPECIALS, Vocabulary
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.models.hooks import capture
-from nmtvariants.text.bpe import SEPARATOR, BPESegmenter
-
-# Characters that NFKD does not decompose into a base letter (ligatures, quotes, sharp s).
-FOLD_TABLE = {
-    "œ": "oe",
-    "Œ": "Oe",
-    "æ": "ae",
-    "Æ": "Ae",
-    "ø": "o",
-    "Ø": "O",
-    "ß": "ss",
-    "«": '"',
-    "»": '"',
-    "„": '"',
-    "“": '"',
-    "”": '"',
-    "‘": "'",
-    "’": "'",
-}
-
-
-def vocabulary_alphabet(vocab: Vocabulary) -> set[str]:
-    """The characters of a network vocabulary's units (specials and BPE separators excluded)."""
-    chars: set[str] = set()
-    for token in vocab.itos[len(SPECIALS) :]:
-        chars.update(token.removesuffix(SEPARATOR))
-    return chars
-
-
-def fold_characters(line: str, alphabet: set[str]) -> str:
-    """``line`` with each character outside ``alphabet`` replaced by its fold (table, then NFKD
-    without combining marks) when the fold is inside ``alphabet``; other characters stay."""
-    out = []
-    for char in line:
-        if char in alphabet or char.isspace():
-            out.append(char)
-            continue
-        fold = FOLD_TABLE.get(char)
-        if fold is None:
-            fold = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
-        out.append(fold if fold and all(c in alphabet for c in fold) else char)
-    return "".join(out)
-
-
-def segment_further_source(
-    lines: Iterable[str], codes: PathLike, vocab_path: PathLike, truecase_model: PathLike | None
-) -> list[str]:
-    """Truecase (if a model is given), fold and BPE-segment tokenised ``lines`` of a further source with
-    the pair's ``codes``, filtered by the network vocabulary ``vocab_path`` (see the module docstring)."""
-    from nmtvariants.text.truecase import Truecaser
-
-    vocab = Vocabulary.load(vocab_path)
-    alphabet = vocabulary_alphabet(vocab)
-    truecase = Truecaser(truecase_model) if truecase_model is not None else None
-    with tempfile.TemporaryDirectory(prefix="nmtv-further-source.") as tmp:
-        # the filter: every unit of the network vocabulary, each counted once (threshold 1)
-        units = Path(tmp) / "units"
-        units.write_text("".join(f"{unit} 1\n" for unit in vocab.itos[len(SPECIALS) :]), encoding="utf-8")
-        segment = BPESegmenter(codes, units, threshold=1)
-        return [segment(fold_characters(truecase(line) if truecase else line, alphabet)) for line in lines]
 
 
 def check_user_images(images: PathLike, image_list: PathLike, gate: str) -> int:

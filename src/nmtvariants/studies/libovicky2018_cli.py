@@ -1,7 +1,5 @@
 """Commands of the Libovický et al. (2018) study (rules/studies/libovicky2018.smk).
 
-``libovicky2018-truecaser``   a truecase model for a further source language, on the cleaned lines
-``libovicky2018-source``      a further source segmented with the pair's chain (studies/libovicky2018.py)
 ``libovicky2018-attention``   each memory's share of every decoder layer's cross-attention -> CSV
 ``libovicky2018-join``        long CSVs joined under ``series`` and ``label`` columns (the figure's input)
 ``libovicky2018-table``       Table 1 or 2 from score and adversarial-summary JSONs
@@ -19,25 +17,6 @@ log = logging.getLogger(__name__)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "libovicky2018-truecaser", help="truecase model of a further source language on the cleaned lines"
-    )
-    p.add_argument("--tok", type=Path, required=True, help="tokenised training text of the language")
-    p.add_argument("--kept", type=Path, default=None, help="clean/train.kept of the pair (1-based lines)")
-    p.add_argument("--model", type=Path, required=True, help="output truecase model")
-    p.set_defaults(func=run_truecaser)
-
-    p = subparsers.add_parser(
-        "libovicky2018-source", help="a further source language segmented with the pair's BPE and vocabulary"
-    )
-    p.add_argument("--tok", type=Path, required=True, help="tokenised text of the split")
-    p.add_argument("--kept", type=Path, default=None, help="the training split's clean/train.kept")
-    p.add_argument("--truecase-model", type=Path, default=None, help="truecase model (none: no truecasing)")
-    p.add_argument("--codes", type=Path, required=True, help="the pair's BPE codes")
-    p.add_argument("--vocab", type=Path, required=True, help="the pair's network vocabulary (bpe/vocab.txt)")
-    p.add_argument("-o", "--output", type=Path, required=True)
-    p.set_defaults(func=run_source)
-
     p = subparsers.add_parser(
         "libovicky2018-attention", help="each memory's share of the decoder layers' cross-attention -> CSV"
     )
@@ -72,27 +51,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--output", type=Path, required=True, help="table .md (CSV and provenance beside it)")
     p.set_defaults(func=run_table)
     add_images_parser(subparsers)
-
-
-def run_truecaser(args: argparse.Namespace) -> int:
-    from nmtvariants.fileio import read_lines
-    from nmtvariants.text.clean import read_kept, select_lines
-    from nmtvariants.text.truecase import train_truecaser
-
-    lines = select_lines(args.tok, read_kept(args.kept)) if args.kept else list(read_lines(args.tok))
-    train_truecaser(lines, args.model)
-    return 0
-
-
-def run_source(args: argparse.Namespace) -> int:
-    from nmtvariants.fileio import read_lines, write_lines
-    from nmtvariants.studies.libovicky2018 import segment_further_source
-    from nmtvariants.text.clean import read_kept, select_lines
-
-    lines = select_lines(args.tok, read_kept(args.kept)) if args.kept else list(read_lines(args.tok))
-    write_lines(args.output, segment_further_source(lines, args.codes, args.vocab, args.truecase_model))
-    log.info("libovicky2018-source: %d lines -> %s", len(lines), args.output)
-    return 0
 
 
 def run_attention(args: argparse.Namespace) -> int:

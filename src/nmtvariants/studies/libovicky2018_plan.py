@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nmtvariants.config import content_id, decode_settings
+from nmtvariants.config import content_id, decode_settings, shared_bpe_languages
 from nmtvariants.errors import ConfigError
 
 STUDY = "libovicky2018"
@@ -63,8 +63,10 @@ class StudyPlan:
             raise ConfigError(
                 f"studies.{STUDY}.derangement_seeds: give a non-empty list of seeds >= 0, not {self.seeds!r}"
             )
+        self.shared_bpe = shared_bpe_languages(dict(self.corpora))
         for name in self.experiments:  # fail at start-up, not at the first job
             self.kind(name)
+            self.check_shared_bpe(name)
         self.europarl = {
             name: langs for name, corpus in self.corpora.items() if (langs := europarl_languages(corpus))
         }
@@ -90,6 +92,21 @@ class StudyPlan:
                 )
             langs.append(name.removeprefix("src_"))
         return langs
+
+    def check_shared_bpe(self, experiment: str) -> None:
+        """Every further source language must share its pair's joint BPE (``shared_with``): the model has
+        one vocabulary, which then holds the units of every source language (the paper's shared
+        vocabulary); the pair's two-language BPE would cut a further language into characters."""
+        spec = self.experiments[experiment]
+        for variant in spec["variants"]:
+            for lang in self.extra_langs(experiment, variant):
+                for pair in spec["pairs"]:
+                    if lang not in self.shared_bpe.get((spec["corpus"], pair), []):
+                        raise ConfigError(
+                            f"experiments.{experiment}.inputs.{variant}.sources: src_{lang} needs the BPE "
+                            f"of {pair} learned on {lang} too; add `shared_with: {{{pair}: [{lang}]}}` (with "
+                            f"the pair's other further languages) to corpora.{spec['corpus']}.preprocess.bpe"
+                        )
 
     def has_images(self, experiment: str, variant: str) -> bool:
         features = self.inputs(experiment, variant).get("features")
@@ -212,35 +229,6 @@ class StudyPlan:
         if self.is_toyworld(wildcards.corpus):
             return f"data/toyworld/image_splits/{wildcards.split}.txt"
         return f"data/{wildcards.corpus}/raw/{wildcards.split}.images"
-
-    # --- inputs: further source languages ----------------------------------------------------------
-    def bpe_codes(self, wildcards: Any) -> str:
-        """The pair's codes; with a transliterated pair, the Latin merges (as rules/common.smk)."""
-        base = f"data/{wildcards.corpus}/{wildcards.pair}/bpe/codes"
-        translit = self.corpora[wildcards.corpus]["preprocess"]["bpe"].get("translit", [])
-        return f"{base}.latin" if any(lang in translit for lang in wildcards.pair.split("-")) else base
-
-    def source_inputs(self, wildcards: Any) -> dict[str, str]:
-        corpus = self.corpora[wildcards.corpus]
-        base = f"data/{wildcards.corpus}/{wildcards.pair}"
-        inputs = {
-            "tok": f"data/{wildcards.corpus}/tok/{wildcards.split}.{wildcards.lang}",
-            "codes": self.bpe_codes(wildcards),
-            "vocab": f"{base}/bpe/vocab.txt",
-        }
-        if wildcards.split == corpus["train"]:
-            inputs["kept"] = f"{base}/clean/train.kept"
-        if corpus["preprocess"]["truecase"]:
-            inputs["truecaser"] = f"{base}/truecase/model.src_{wildcards.lang}"
-        return inputs
-
-    @staticmethod
-    def source_args(wildcards: Any, input: Any) -> list[str]:
-        args = []
-        for key, option in (("kept", "--kept"), ("truecaser", "--truecase-model")):
-            if key in set(input.keys()):
-                args += [option, input[key]]
-        return args
 
     # --- the Europarl 5-way corpus ------------------------------------------------------------------
     @staticmethod
@@ -400,9 +388,8 @@ class StudyPlan:
         )
         if wildcards.table == "table2_multisource":
             notes += (
-                " Further source languages are segmented with the pair's joint BPE filtered by its "
-                "network vocabulary (studies/libovicky2018.py), not a vocabulary shared by all sources "
-                "as in the paper."
+                " One joint BPE and network vocabulary over every source language and the target, as in "
+                "the paper (preprocess.bpe.shared_with); the single-source baseline uses the same one."
             )
         if wildcards.table == "table1_mmt":
             weights = self.images["weights"]

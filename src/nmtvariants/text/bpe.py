@@ -261,6 +261,7 @@ def learn_joint_bpe(
     translit: Mapping[str, Transliteration] | None = None,
     min_frequency: int = 2,
     num_workers: int = 1,
+    vocab_langs: Iterable[str] | None = None,
 ) -> JointBPE:
     """Learn joint BPE on the training files (one per language) and write per-language vocabularies.
 
@@ -270,6 +271,10 @@ def learn_joint_bpe(
     to Russian), ``<codes_out>.latin`` the learned Latin merges (apply it to the other languages),
     ``vocab.ru`` the true Cyrillic sub-word counts and ``vocab.ru.latin`` the learner's own vocabulary
     of the transliterated side (kept for inspection only).
+
+    ``vocab_langs`` (default: all) are the languages whose ``vocab.<lang>`` is written; the merges are
+    learned on every file. A further language that only shares the codes (``preprocess.bpe.shared_with``)
+    gets its vocabulary from :func:`true_counts` in a job of its own, which writes the same counts.
     """
     if merges < 1:
         raise InputError(f"bpe merges must be a positive number, got {merges}")
@@ -287,6 +292,10 @@ def learn_joint_bpe(
     vocab_dir.mkdir(parents=True, exist_ok=True)
     codes_out.parent.mkdir(parents=True, exist_ok=True)
     langs = list(sources)
+    written = set(langs if vocab_langs is None else vocab_langs)
+    unknown = sorted(written - set(langs))
+    if unknown:
+        raise InputError(f"vocabularies asked for {unknown} but there are training files only for {langs}")
 
     with tempfile.TemporaryDirectory(prefix=".bpe-learn-", dir=vocab_dir) as tmp_name:
         tmp = Path(tmp_name)
@@ -311,15 +320,19 @@ def learn_joint_bpe(
         if not translit:
             _publish(learned_codes, codes_out)
             for lang, learned in zip(langs, learned_vocabs, strict=True):
-                vocab[lang] = vocab_path_for(vocab_dir, lang)
-                _publish(learned, vocab[lang])
                 codes[lang] = codes_out
+                if lang in written:
+                    vocab[lang] = vocab_path_for(vocab_dir, lang)
+                    _publish(learned, vocab[lang])
             return JointBPE(codes, vocab)
 
         latin_codes = latin_codes_path(codes_out)
         _write_mapped_back_codes(learned_codes, codes_out, [translit[lang] for lang in translit])
         _publish(learned_codes, latin_codes)
         for lang, learned in zip(langs, learned_vocabs, strict=True):
+            if lang not in written:
+                codes[lang] = latin_codes if lang not in translit else codes_out
+                continue
             vocab[lang] = vocab_path_for(vocab_dir, lang)
             if lang in translit:
                 _publish(learned, Path(str(vocab[lang]) + LATIN_SUFFIX))

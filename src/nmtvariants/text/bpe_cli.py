@@ -2,10 +2,17 @@
 
     nmtvariants translit [-r] [IN] [-o OUT]
     nmtvariants bpe learn --input en=train.en --input ru=train.ru -s 32000 --codes C --vocab-dir D \\
-        [--translit ru]
+        [--translit ru] [--shared fr=train.fr]
+    nmtvariants bpe count --codes C [IN] -o vocab.fr
     nmtvariants bpe apply --codes C [--vocab V --threshold 50] [IN] [-o OUT]
     nmtvariants bpe undo [IN] [-o OUT]
     nmtvariants vocab FILE... -o vocab.txt
+    nmtvariants follow-clean --kept clean/train.kept [IN] -o OUT
+
+A language that shares a pair's BPE (``preprocess.bpe.shared_with``) goes through the pair's chain:
+``follow-clean`` keeps its training lines that the pair's cleaning kept, ``bpe learn --shared`` learns
+the merges on it too, and ``bpe count`` writes its ``vocab.<lang>`` (in a job of its own, so that the
+workflow declares one file per job; the counts are those ``bpe learn`` would write).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from nmtvariants.text.bpe import (
     BPESegmenter,
     build_network_vocab,
     learn_joint_bpe,
+    true_counts,
     undo_bpe,
 )
 from nmtvariants.text.translit import TRANSLITERATIONS, iso9_to_cyrillic, iso9_to_latin
@@ -70,6 +78,10 @@ def _parse_pairs(values: list[str], option: str) -> dict[str, str]:
 
 def _bpe_learn(args: argparse.Namespace) -> int:
     files = _parse_pairs(args.inputs, "--input")
+    shared = _parse_pairs(args.shared or [], "--shared")
+    twice = sorted(set(files) & set(shared))
+    if twice:
+        raise InputError(f"--shared {twice[0]}: already given with --input")
     translit = {}
     for value in args.translit or []:
         lang, _, scheme = value.partition("=")
@@ -80,7 +92,14 @@ def _bpe_learn(args: argparse.Namespace) -> int:
             )
         translit[lang] = TRANSLITERATIONS[scheme]
     result = learn_joint_bpe(
-        files, args.symbols, args.codes, args.vocab_dir, translit, args.min_frequency, args.num_workers
+        {**files, **shared},
+        args.symbols,
+        args.codes,
+        args.vocab_dir,
+        translit,
+        args.min_frequency,
+        args.num_workers,
+        vocab_langs=list(files),
     )
     # what to apply per language, for scripts
     print(
@@ -97,6 +116,20 @@ def _bpe_learn(args: argparse.Namespace) -> int:
 def _bpe_apply(args: argparse.Namespace) -> int:
     segmenter = BPESegmenter(args.codes, args.vocab, args.threshold if args.vocab else None, args.separator)
     map_lines(args.input, args.output, segmenter)
+    return 0
+
+
+def _bpe_count(args: argparse.Namespace) -> int:
+    true_counts(args.codes, args.input, args.output)
+    return 0
+
+
+def _follow_clean(args: argparse.Namespace) -> int:
+    from nmtvariants.text.clean import read_kept, select_lines
+
+    lines = select_lines(args.input, read_kept(args.kept))
+    with atomic_write(args.output) as out:
+        out.writelines(line + "\n" for line in lines)
     return 0
 
 
@@ -131,6 +164,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="LANG[=iso9]",
         help="learn on this language transliterated (Emelin et al.'s Russian procedure)",
     )
+    learn.add_argument(
+        "--shared",
+        action="append",
+        metavar="LANG=FILE",
+        help="a further language: the merges are learned on it too, no vocab.LANG is written (`bpe count`)",
+    )
     learn.add_argument("--min-frequency", type=int, default=2)
     learn.add_argument("--num-workers", type=int, default=1)
     learn.set_defaults(func=_bpe_learn)
@@ -144,6 +183,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     apply.add_argument("--separator", default="@@")
     apply.set_defaults(func=_bpe_apply)
 
+    count = actions.add_parser("count", help="sub-word counts of a text segmented with codes (a vocab.LANG)")
+    count.add_argument("input", help="tokenised (truecased) training text")
+    count.add_argument("-o", "--output", required=True, help="vocab.LANG to write")
+    count.add_argument("--codes", required=True)
+    count.set_defaults(func=_bpe_count)
+
     undo = actions.add_parser("undo", help="join sub-words (remove '@@ ')")
     undo.add_argument("input", nargs="?", help="input file (default: stdin)")
     undo.add_argument("-o", "--output", help="output file (default: stdout)")
@@ -155,3 +200,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     vocab.add_argument("-o", "--output", required=True)
     vocab.add_argument("--min-count", type=int, default=1)
     vocab.set_defaults(func=_vocab)
+
+    follow = subparsers.add_parser(
+        "follow-clean", help="the lines of a further language that a pair's cleaning kept (.kept numbers)"
+    )
+    follow.add_argument("input", help="tokenised training text of the language, parallel with the pair's")
+    follow.add_argument("-o", "--output", required=True)
+    follow.add_argument("--kept", required=True, help="the pair's clean/train.kept (1-based line numbers)")
+    follow.set_defaults(func=_follow_clean)

@@ -296,7 +296,8 @@ def bpe_learn_shared_args(wildcards, input):
 
 def shared_codes(wildcards):
     """The codes for a further language: the Latin merges when the pair transliterates one
-    of its own languages (as bpe_codes_for); a further language is never transliterated."""
+    of its own languages (as bpe_codes_for); a further language is never transliterated.
+    """
     codes = f"data/{wildcards.corpus}/{wildcards.pair}/bpe/codes"
     return f"{codes}.latin" if translit_langs(wildcards) else codes
 

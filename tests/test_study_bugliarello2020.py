@@ -4,7 +4,6 @@ what its targets plan on the real planner (`snakemake -n`)."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import shutil
 from collections import Counter
@@ -260,19 +259,23 @@ CHAIN = {  # toyworld en-de up to the network vocabulary (see test_workflow_stud
 
 
 def test_table1_plans_its_runs_streams_and_tests_only():
-    """Transformer (the baseline's run), PASCAL and LISA: three runs; gold trees of the three splits,
-    both parent streams of each; two significance tests; no length buckets, labels or figures."""
+    """Transformer (the baseline's run), PASCAL, LISA, S&H and multi-task: five runs; gold trees of
+    the three splits, both parent streams and the labels of each; the derived multi-task corpus; four
+    significance tests; no length buckets or figures."""
     jobs = plan("results/tables/bugliarello2020/table1.md")
+    multitask = ("train", "valid", "source", "vocab")
     assert counts(jobs) == {
         **CHAIN,
         "bugliarello2020_gold_parse": 3,
         "bugliarello2020_parents": 6,
-        "train": 3,
-        "average": 3,
-        "translate": 3,
-        "postprocess": 3,
-        "evaluate": 3,
-        "bugliarello2020_significance": 2,
+        "bugliarello2020_dep_labels": 3,
+        **{f"bugliarello2020_multitask_{part}": 1 for part in multitask},
+        "train": 5,
+        "average": 5,
+        "translate": 5,
+        "postprocess": 5,
+        "evaluate": 5,
+        "bugliarello2020_significance": 4,
         "bugliarello2020_table1": 1,
     }
     gold = [job for job in jobs if job["rule"] == "bugliarello2020_gold_parse"]
@@ -286,6 +289,7 @@ def test_table1_plans_its_runs_streams_and_tests_only():
         if "--aux" in shell
     )
     assert aux == [
+        "dep_labels=data/toyworld/en-de/inputs/test.dep_labels",
         "parents_first=data/toyworld/en-de/inputs/test.parents_first",
         "parents_x2=data/toyworld/en-de/inputs/test.parents_x2",
     ]
@@ -303,8 +307,8 @@ def test_table3_plans_the_pascal_run_and_the_baseline_only():
 
 def test_figure2_plans_length_buckets_and_no_significance():
     rules = counts(plan("results/figures/bugliarello2020/length_bugliarello2020_en-de_test.png"))
-    assert rules["bugliarello2020_length"] == 3 and rules["bugliarello2020_length_csv"] == 1
-    assert rules["figure"] == 1 and rules["train"] == 3
+    assert rules["bugliarello2020_length"] == 5 and rules["bugliarello2020_length_csv"] == 1
+    assert rules["figure"] == 1 and rules["train"] == 5
     assert "bugliarello2020_significance" not in rules
 
 
@@ -322,23 +326,10 @@ def test_the_default_dag_builds_every_registered_table_and_figure():
     assert set(target["input"].split(", ")) == wanted
 
 
-def with_sh_and_multitask() -> dict:
-    """config.yaml with its commented S&H and multi-task lines uncommented (the documented switches)."""
-    text = (REPO / "config.yaml").read_text(encoding="utf-8")
-    switched = re.sub(r"^( +)# ((?:sennrich_haddow|multitask): \{)", r"\1\2", text, flags=re.M)
-    config = yaml.safe_load(switched)
-    experiment = config["experiments"]["bugliarello2020"]
-    assert set(experiment["variants"]) >= {"sennrich_haddow", "multitask"}, "config.yaml's comments moved"
-    assert experiment["inputs"]["multitask"] == {"derived": "multitask"}
-    return config
-
-
-def test_the_sh_and_multitask_switches_add_their_inputs_runs_and_table1_rows(tmp_path):
-    """The documented switches in config.yaml: the S&H variant with its label stream, the multi-task
-    baseline with its derived corpus (training, valid and test files, vocabulary) and decoding on it."""
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(with_sh_and_multitask(), sort_keys=False), encoding="utf-8")
-    jobs = plan("--configfile", str(path), "--", "results/tables/bugliarello2020/table1.md")
+def test_the_demo_has_sh_and_multitask_with_their_inputs_runs_and_table1_rows():
+    """config.yaml: the S&H variant with its label stream, the multi-task baseline with its derived
+    corpus (training, valid and test files, vocabulary) and decoding on it."""
+    jobs = plan("--", "results/tables/bugliarello2020/table1.md")
     rules = counts(jobs)
     assert rules["train"] == 5 and rules["bugliarello2020_dep_labels"] == 3
     assert rules["bugliarello2020_significance"] == 4

@@ -17,8 +17,9 @@ Two settings decide whether the tagger is trainable on a CPU at all (measured on
   feature on the UPOS with an ``nn.Bilinear`` per column; on a CPU, torch runs it as ``_trilinear``,
   which materialises a (tokens x hidden x tag-embedding) product per output class. On EWT (53 XPOS
   tags, 20-odd features) that was 94 % of a step's time and 11 GB of allocations for 100 sentences
-  (4-7 s a step at hidden 64; OOM at 1000 sentences). ``--share_hid`` gives every column a linear
-  classifier on the UPOS hidden layer: 0.6 s a step. The parser reads the predicted tags either way.
+  (4-7 s a step at hidden 64 with Stanza's biaffine hidden 400; killed at 22 GB with 1000 sentences).
+  ``--share_hid`` gives every column a linear classifier on the UPOS hidden layer: 0.6 s a step, 1.8 GB.
+  The parser reads the predicted UPOS/XPOS/UFeats either way.
 * The batch sizes are Stanza's units, which differ: ``tagger_batch`` counts *sentences* (Stanza: 250),
   ``parser_batch`` *words* (Stanza: 5000). One shared ``batch_size`` of 1000 meant 1000 sentences
   (~17k words) per tagger step.

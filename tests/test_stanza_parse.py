@@ -11,13 +11,18 @@ import shutil
 
 import pandas as pd
 import pytest
+import torch
+from stanza.models import parser as stanza_parser
+from stanza.models import tagger as stanza_tagger
 from workflow_configs import REPO, snakemake
 
-from nmtvariants.cli import main
+from nmtvariants.cli import build_parser_for, main
 from nmtvariants.corpora.catalogue import get_corpus
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines, write_lines
+from nmtvariants.studies.bugliarello2020_plan import parser_train_args
 from nmtvariants.syntax.attachment import attachment_scores
+from nmtvariants.syntax.cli import SIZE_FLAGS
 from nmtvariants.syntax.conllu import read_conllu, write_conllu
 from nmtvariants.syntax.stanza_parse import StanzaModels, parse_file
 from nmtvariants.syntax.stanza_train import StanzaSizes, train_stanza
@@ -42,6 +47,40 @@ def test_missing_models_name_the_directory_and_how_to_get_them(tmp_path, capsys)
     assert not out.exists()
 
 
+def _stanza_train_sizes(options: list[str]) -> StanzaSizes:
+    argv = ["stanza-train", "--train", "t", "--dev", "d", "--lang", "en", "--model-dir", "m", *options]
+    args = build_parser_for(argv).parse_args([*argv, "--tagger-steps", "1", "--parser-steps", "1"])
+    return StanzaSizes(**{name: getattr(args, name) for name in SIZE_FLAGS})
+
+
+def test_parser_train_settings_reach_stanzas_own_options():
+    """`parser_train` in the config -> the rule's `stanza-train` options -> the options of Stanza's own
+    tagger and parser entry points, read back through Stanza's argparse: the tagger batch counts
+    sentences, the parser batch words, and the tagger's classifiers are linear (--share_hid) unless
+    `tagger_biaffine` asks for Stanza's bilinear ones."""
+    train = {"tagger_batch": 7, "parser_batch": 900, "tagger_hidden": 48, "tagger_biaffine": True}
+    options = parser_train_args({"studies": {"bugliarello2020": {"parser_train": train}}})
+    assert "--tagger-biaffine" in options and "True" in options  # YAML's true, as the rule writes it
+    sizes = _stanza_train_sizes([option for option in options if option not in ("--device", "cpu")])
+    assert (sizes.tagger_batch, sizes.parser_batch, sizes.tagger_hidden) == (7, 900, 48)
+    assert sizes.tagger_biaffine is True
+
+    common = ["--mode", "train", "--no_pretrain"]
+    tagger = vars(stanza_tagger.build_argparse().parse_args([*common, *sizes.tagger_args()]))
+    assert (tagger["batch_size"], tagger["hidden_dim"], tagger["share_hid"]) == (7, 48, False)
+    parser = vars(stanza_parser.build_argparse().parse_args([*common, *sizes.parser_args()]))
+    assert (parser["batch_size"], parser["num_layers"]) == (900, StanzaSizes().parser_layers)
+
+    default = vars(
+        stanza_tagger.build_argparse().parse_args([*common, *_stanza_train_sizes([]).tagger_args()])
+    )
+    assert default["share_hid"] is True and default["batch_size"] == StanzaSizes().tagger_batch
+    assert _stanza_train_sizes(["--tagger-biaffine", "0"]).tagger_biaffine is False
+    with pytest.raises(SystemExit) as exit_info:
+        _stanza_train_sizes(["--tagger-biaffine", "maybe"])
+    assert exit_info.value.code == 2
+
+
 @pytest.mark.slow
 def test_tiny_offline_parser_parses_moses_tokens_line_by_line(real_data, tmp_path):
     """Train a deliberately tiny tagger + parser (seconds of steps) and run the real parse step."""
@@ -57,7 +96,9 @@ def test_tiny_offline_parser_parses_moses_tokens_line_by_line(real_data, tmp_pat
         biaffine_hidden=32,
         composite_hidden=16,
         parser_layers=1,
-        batch_size=500,
+        tagger_batch=50,
+        parser_batch=500,
+        tagger_biaffine=True,  # Stanza's bilinear XPOS/UFeats classifiers (the GPU recipe)
     )
     models = train_stanza(train, dev, tmp_path / "models", "en", 8, 20, sizes=sizes)
     assert models.tagger.is_file() and models.parser.is_file()
@@ -183,15 +224,19 @@ def test_tiny_parser_trained_offline_on_ewt_is_scored_and_parses(real_data, tmp_
             tmp_path / f"{split}.conllu", read_conllu(folder / f"ud-ewt/en_ewt-ud-{split}.conllu.gz")[:count]
         )
     models = tmp_path / "models"
+    # linear tagger classifiers (the default); the batch sizes in Stanza's units
     tiny = ["--tagger-hidden", "32", "--parser-hidden", "32", "--char-hidden", "16",
             "--biaffine-hidden", "32", "--composite-hidden", "16", "--parser-layers", "1",
-            "--batch-size", "500"]  # fmt: skip
+            "--tagger-batch", "50", "--parser-batch", "500"]  # fmt: skip
     train = ["stanza-train", "--train", str(tmp_path / "train.conllu"), "--dev", str(tmp_path / "dev.conllu")]
     assert main([*train, "--lang", "en", "--model-dir", str(models), "--tagger-steps", "10",
                  "--parser-steps", "30", *tiny]) == 0  # fmt: skip
     record = json.loads((models / "en_training.json").read_text())
     assert record["train_sentences"] == 200 and record["parser_steps"] == 30
-    assert record["sizes"]["parser_hidden"] == 32
+    assert record["sizes"]["parser_hidden"] == 32 and record["sizes"]["tagger_batch"] == 50
+    assert record["sizes"]["tagger_biaffine"] is False
+    tagger_args = torch.load(models / "en_tagger.pt", map_location="cpu", weights_only=False)["config"]
+    assert tagger_args["share_hid"] and tagger_args["batch_size"] == 50  # what Stanza trained with
 
     gold, pred, scores_path = tmp_path / "test.conllu", tmp_path / "pred.conllu", tmp_path / "en.scores.json"
     argv = ["stanza-score", "--gold", str(gold), "--lang", "en", "--model-dir", str(models)]

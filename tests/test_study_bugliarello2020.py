@@ -453,7 +453,7 @@ def test_the_multi30k_config_parses_with_the_parser_it_trains_on_ewt():
         trainer["output"]
         == "models/stanza/en_tagger.pt, models/stanza/en_parser.pt, models/stanza/en_training.json"
     )
-    assert "--tagger-steps 200" in trainer["shell"] and "--parser-steps 400" in trainer["shell"]
+    assert "--tagger-steps 600" in trainer["shell"] and "--parser-steps 1500" in trainer["shell"]
     parses = [job for job in jobs if job["rule"] == "bugliarello2020_parse"]
     assert {job["output"] for job in parses} == {
         f"data/multi30k/en-de/parse/{split}.en.conllu"

@@ -75,7 +75,9 @@ def add_stanza_parsers(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--tagger-steps", type=int, required=True)
     train.add_argument("--parser-steps", type=int, required=True)
     for name, flag in SIZE_FLAGS.items():
-        train.add_argument(flag, dest=name, type=int, default=getattr(StanzaSizes(), name))
+        default = getattr(StanzaSizes(), name)
+        kind = _switch if isinstance(default, bool) else int
+        train.add_argument(flag, dest=name, type=kind, default=default)
     train.add_argument("--device", default="cpu")
     train.add_argument("--seed", type=int, default=1234)
     train.set_defaults(func=run_stanza_train)
@@ -91,6 +93,16 @@ def add_stanza_parsers(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
     score.add_argument("--device", help="torch device (default: cuda when available)")
     score.set_defaults(func=run_stanza_score)
+
+
+def _switch(text: str) -> bool:
+    """A yes/no option as the workflow writes it from YAML (``True``/``False``) or by hand (1/0)."""
+    value = text.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: expected true or false")
 
 
 def run_parse(args: argparse.Namespace) -> int:

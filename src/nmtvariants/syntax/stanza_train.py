@@ -9,9 +9,22 @@ trained in a scratch directory inside ``model_dir`` and moved into place only wh
 succeeded, so an interrupted run never leaves a half-written model.
 
 The step budget is the caller's (``tagger_steps``, ``parser_steps``); the sizes default to a reduced
-Stanza (hidden 200 / 128, character hidden 64, two parser layers instead of three) so that a CPU run
-is feasible; Stanza's own defaults (hidden 400, three layers, 50k steps) are the full recipe for a
-GPU. The dev scores Stanza logs are its own; the study evaluates UAS/LAS separately
+Stanza (hidden 128, character hidden 64, two parser layers instead of three) so that a CPU run is
+feasible; Stanza's own defaults (hidden 400, three layers, 50k steps) are the full recipe for a GPU.
+Two settings decide whether the tagger is trainable on a CPU at all (measured on UD EWT, one core):
+
+* ``tagger_biaffine`` (default off: Stanza's ``--share_hid``). Stanza conditions XPOS and each UFeats
+  feature on the UPOS with an ``nn.Bilinear`` per column; on a CPU, torch runs it as ``_trilinear``,
+  which materialises a (tokens x hidden x tag-embedding) product per output class. On EWT (53 XPOS
+  tags, 20-odd features) that was 94 % of a step's time and 11 GB of allocations for 100 sentences
+  (4-7 s a step at hidden 64 with Stanza's biaffine hidden 400; killed at 22 GB with 1000 sentences).
+  ``--share_hid`` gives every column a linear classifier on the UPOS hidden layer: 0.6 s a step, 1.8 GB.
+  The parser reads the predicted UPOS/XPOS/UFeats either way.
+* The batch sizes are Stanza's units, which differ: ``tagger_batch`` counts *sentences* (Stanza: 250),
+  ``parser_batch`` *words* (Stanza: 5000). One shared ``batch_size`` of 1000 meant 1000 sentences
+  (~17k words) per tagger step.
+
+The dev scores Stanza logs are its own; the study evaluates UAS/LAS separately
 (``nmtvariants stanza-score``). What was trained (treebank, sentences, steps, sizes) is recorded in
 ``<lang>_training.json`` beside the models, so that the parser table can say which parser it scored.
 """
@@ -35,13 +48,33 @@ from nmtvariants.syntax.stanza_parse import StanzaModels
 
 @dataclass(frozen=True)
 class StanzaSizes:
-    tagger_hidden: int = 200
+    """Model sizes and batches of :func:`train_stanza` (``stanza-train --<name-with-dashes>``)."""
+
+    tagger_hidden: int = 128
     parser_hidden: int = 128
     char_hidden: int = 64
-    biaffine_hidden: int = 128  # tagger and parser (Stanza: 400; the tagger's cost is dominated by it)
-    composite_hidden: int = 100  # the tagger's UFeats classifier (Stanza's default)
+    biaffine_hidden: int = 128  # tagger and parser (Stanza: 400)
+    composite_hidden: int = 100  # the tagger's UFeats classifier, used only with tagger_biaffine
     parser_layers: int = 2
-    batch_size: int = 1000
+    tagger_batch: int = 100  # sentences per tagger step (Stanza: 250)
+    parser_batch: int = 1000  # words per parser step (Stanza: 5000)
+    tagger_biaffine: bool = False  # Stanza's bilinear XPOS/UFeats classifiers (see the module docstring)
+
+    def tagger_args(self) -> list[str]:
+        """The tagger's size options for ``python -m stanza.models.tagger``."""
+        args = [
+            "--hidden_dim", str(self.tagger_hidden), "--deep_biaff_hidden_dim", str(self.biaffine_hidden),
+            "--composite_deep_biaff_hidden_dim", str(self.composite_hidden),
+            "--batch_size", str(self.tagger_batch),
+        ]  # fmt: skip
+        return args if self.tagger_biaffine else [*args, "--share_hid"]
+
+    def parser_args(self) -> list[str]:
+        """The parser's size options for ``python -m stanza.models.parser``."""
+        return [
+            "--hidden_dim", str(self.parser_hidden), "--deep_biaff_hidden_dim", str(self.biaffine_hidden),
+            "--num_layers", str(self.parser_layers), "--batch_size", str(self.parser_batch),
+        ]  # fmt: skip
 
 
 def _run(module: str, args: list[str], log_path: Path) -> None:
@@ -74,7 +107,7 @@ def train_stanza(
     models.model_dir.mkdir(parents=True, exist_ok=True)
     common = [
         "--train_file", str(train), "--eval_file", str(dev), "--lang", lang, "--shorthand", f"{lang}_nmtv",
-        "--mode", "train", "--no_pretrain", "--batch_size", str(sizes.batch_size), "--char_hidden_dim",
+        "--mode", "train", "--no_pretrain", "--char_hidden_dim",
         str(sizes.char_hidden), "--seed", str(seed), "--device", device,
     ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix=".stanza-train-", dir=models.model_dir) as scratch_name:
@@ -93,12 +126,7 @@ def train_stanza(
                 str(tagger_steps),
                 "--eval_interval",
                 str(max(1, tagger_steps // 4)),
-                "--hidden_dim",
-                str(sizes.tagger_hidden),
-                "--deep_biaff_hidden_dim",
-                str(sizes.biaffine_hidden),
-                "--composite_deep_biaff_hidden_dim",
-                str(sizes.composite_hidden),
+                *sizes.tagger_args(),
             ],
             models.model_dir / f"{lang}_tagger.log",
         )
@@ -116,12 +144,7 @@ def train_stanza(
                 str(parser_steps),
                 "--eval_interval",
                 str(max(1, parser_steps // 4)),
-                "--hidden_dim",
-                str(sizes.parser_hidden),
-                "--deep_biaff_hidden_dim",
-                str(sizes.biaffine_hidden),
-                "--num_layers",
-                str(sizes.parser_layers),
+                *sizes.parser_args(),
                 "--no_checkpoint",
             ],
             models.model_dir / f"{lang}_parser.log",

@@ -173,6 +173,24 @@ def test_changed_data_contents_train_from_scratch(tmp_path):
     assert len(list((tmp_path / "run").glob("checkpoints.stale-*"))) == 1
 
 
+def test_checkpoints_without_digests_are_set_aside_when_the_vocabulary_changed(tmp_path):
+    """Checkpoints written before data digests existed still carry their vocabulary."""
+    data = make_corpus(tmp_path / "data")
+    train(parse_run_config(run_config(data, max_updates=10)), tmp_path / "run")
+    from nmtvariants.training.checkpoints import save_checkpoint
+
+    for path in (tmp_path / "run" / "checkpoints").glob("checkpoint_*.pt"):
+        state = torch.load(path, weights_only=False)
+        state.pop("data_digest", None)
+        save_checkpoint(state, path)  # with a valid sha256 sidecar
+    same = Trainer(parse_run_config(run_config(data, max_updates=20)), tmp_path / "run")
+    assert same.resumed_from is not None and same.state.update == 10
+    vocab = tmp_path / "data" / "vocab.txt"
+    vocab.write_text(vocab.read_text(encoding="utf-8") + "extra 1\n", encoding="utf-8")
+    trainer = Trainer(parse_run_config(run_config(data, max_updates=20)), tmp_path / "run")
+    assert trainer.resumed_from is None and trainer.state.update == 0
+
+
 def test_data_digest_names_every_file_and_follows_contents(tmp_path):
     import hashlib
 

@@ -428,6 +428,8 @@ class Trainer:
         """
         conflicts = resume_conflicts(state.get("train_config") or {}, self.config.to_dict())
         conflicts += digest_conflicts(state.get("data_digest"), self.data_digest)
+        if state.get("vocab") not in (None, list(self.vocab.itos)):  # checkpoints from before digests
+            conflicts.append(f"vocabulary: {len(state['vocab'])} -> {len(self.vocab)} entries or their order")
         if not conflicts:
             return False
         barrier(self.info)

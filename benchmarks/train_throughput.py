@@ -124,6 +124,26 @@ def prepare_data(root: Path) -> tuple[Path, Path]:
 
 
 # ---------------------------------------------------------------------- our worker (child process)
+def train_settings(updates: int, batch_tokens: int, threads: int, **extra: object) -> dict:
+    """The training benchmarks' settings: the peers' schedule and label smoothing, and no checkpoint,
+    validation or log inside the measured window (``extra``: compile, amp, maxi_batch)."""
+    return {
+        "max_updates": updates,
+        "batch_tokens": batch_tokens,
+        "lr_peak": 5e-4,
+        "warmup": 1000,
+        "label_smoothing": 0.1,
+        "save_every": 10_000,
+        "valid_every": 10_000,
+        "log_every": 10_000,
+        "seed": 1,
+        "threads": threads,
+        "progress": False,
+        "tensorboard": False,
+        **extra,
+    }
+
+
 def timed_training(config, warm: int) -> dict:
     """Train with the real Trainer, stamping wall and CPU time after every update; ``summarize`` over
     the updates after ``warm``, plus CPU tokens/s and the parameter count. Shared by the training
@@ -169,23 +189,14 @@ def worker(args: argparse.Namespace) -> None:
             },
             "model": {"preset": "small"},
             "variant": {},
-            "train": {
-                "max_updates": WARM + MEAS,
-                "batch_tokens": args.batch_tokens,
-                "maxi_batch": args.maxi_batch,
-                "lr_peak": 5e-4,
-                "warmup": 1000,
-                "label_smoothing": 0.1,
-                "save_every": 10_000,
-                "valid_every": 10_000,
-                "log_every": 10_000,
-                "seed": 1,
-                "threads": args.threads,
-                "progress": False,
-                "tensorboard": False,
-                "compile": args.compile,
-                "amp": args.amp,
-            },
+            "train": train_settings(
+                WARM + MEAS,
+                args.batch_tokens,
+                args.threads,
+                maxi_batch=args.maxi_batch,
+                compile=args.compile,
+                amp=args.amp,
+            ),
         }
     )
     result = timed_training(config, WARM)

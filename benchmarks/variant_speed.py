@@ -151,21 +151,9 @@ def train_worker(args: argparse.Namespace, comparison: Comparison) -> dict:
             "data": files,
             "model": model_settings(comparison, args.preset),
             "variant": comparison.variants[args.variant],
-            "train": {
-                "max_updates": args.warm + args.measured,
-                "batch_tokens": args.batch_tokens,
-                "lr_peak": 5e-4,
-                "warmup": 1000,
-                "label_smoothing": 0.1,
-                "save_every": 10_000,
-                "valid_every": 10_000,
-                "log_every": 10_000,
-                "seed": 1,
-                "threads": args.threads,
-                "progress": False,
-                "tensorboard": False,
-                "amp": args.amp,
-            },
+            "train": bench.train_settings(
+                args.warm + args.measured, args.batch_tokens, args.threads, amp=args.amp
+            ),
         }
     )
     result = bench.timed_training(config, args.warm)

@@ -100,6 +100,13 @@ def preprocess_setting(wildcards, *keys):
     return value
 
 
+def truecase_model(wildcards):
+    """A pair's truecasing model for {lang}, or no input when the corpus does not truecase."""
+    if not preprocess_setting(wildcards, "truecase"):
+        return []
+    return f"data/{wildcards.corpus}/{wildcards.pair}/truecase/model.{wildcards.lang}"
+
+
 def pair_split_files(name, pair, stage):
     """data/<corpus>/<pair>/<stage>/<split>.<lang> for every split and both languages."""
     return expand(

@@ -108,11 +108,7 @@ rule truecase_train:
 rule truecase_apply:
     input:
         text=truecase_input,
-        model=lambda wc: (
-            f"data/{wc.corpus}/{wc.pair}/truecase/model.{wc.lang}"
-            if preprocess_setting(wc, "truecase")
-            else []
-        ),
+        model=truecase_model,
     output:
         "data/{corpus}/{pair}/tc/{split}.{lang}",
     log:

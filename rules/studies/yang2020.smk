@@ -142,11 +142,7 @@ rule yang2020_hansards_download:
 rule yang2020_gold_chain:
     input:
         text=f"{HANSARDS_RAW}/test.orig.{{lang}}",
-        truecase=lambda wc: (
-            f"data/{wc.corpus}/{wc.pair}/truecase/model.{wc.lang}"
-            if YANG.preprocess(wc.corpus)["truecase"]
-            else []
-        ),
+        truecase=truecase_model,
         codes="data/{corpus}/{pair}/bpe/codes",
         vocab="data/{corpus}/{pair}/bpe/vocab.{lang}",
     output:

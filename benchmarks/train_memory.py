@@ -2,16 +2,19 @@
 
 Why: the Multi30k recipe (bf16 autocast, small model) grew to a peak RSS of 7.5 GB in 40 minutes,
 against 1.9-3.5 GB for the peers' same-size models. This runs the real training command on a
-synthetic corpus whose sentence lengths follow Multi30k's (a log-normal fit: every batch has
-another shape), samples the process's RSS from /proc every 0.2 s, and maps the samples to updates
-through the run's own train_log.csv. Configurations run one after the other in fresh processes,
-side by side in one table:
+corpus whose sentence lengths vary as real data's (real BPE files with ``--corpus``, else a
+synthetic corpus with a log-normal fit of Multi30k's lengths: every batch has another shape),
+samples the process's RSS from /proc every 0.2 s, and maps the samples to updates through the run's
+own train_log.csv. Configurations run one after the other in fresh processes (``--parallel``: side
+by side, one process each), in one table:
 
-* ``default``: the trainer as shipped;
+* ``default``: the trainer as shipped (oneDNN's and ideep's kernel caches bounded to 64 entries,
+  ``nmtvariants.kernel_caches``);
+* ``ideep-cache-1024``: ideep's matmul cache left at its default of 1024 entries, as before the fix
+  (the cause of the growth under bf16);
 * ``no-malloc-tuning``: glibc malloc left as it is (``nmtvariants.allocator.keep_freed_memory``
   skipped), to see what the tuning costs under varying shapes;
-* ``small-onednn-cache``: ``ONEDNN_PRIMITIVE_CACHE_CAPACITY=8`` (oneDNN keeps one compiled
-  primitive per shape; bf16 matmuls go through it on CPU).
+* ``small-onednn-cache``: ``ONEDNN_PRIMITIVE_CACHE_CAPACITY=8``.
 
 Writes ``results/train_memory.json`` and ``results/train_memory.md``.
 """
@@ -27,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +40,7 @@ REPO = HERE.parent
 
 CONFIGS = {
     "default": ({}, ""),
+    "ideep-cache-1024": ({"LRU_CACHE_CAPACITY": "1024"}, ""),
     "no-malloc-tuning": ({}, "import nmtvariants.allocator as a; a._done = True; "),
     "small-onednn-cache": ({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "8"}, ""),
 }
@@ -141,14 +146,25 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=30000)
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    parser.add_argument(
+        "--corpus",
+        nargs=3,
+        metavar=("SRC", "TGT", "VOCAB"),
+        help="real BPE training files and vocabulary (default: a synthetic corpus of Multi30k-like lengths)",
+    )
+    parser.add_argument("--parallel", action="store_true", help="run the configurations side by side")
     parser.add_argument("--out", default=str(HERE / "results" / "train_memory"))
     args = parser.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)  # fail-safe before the long runs, not after them
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        corpus = write_corpus(folder, args.sentences, args.vocab, seed=1)
-        results = [run_config(name, corpus, args, folder) for name in args.configs]
+        if args.corpus:
+            corpus = dict(zip(("src", "tgt", "vocab"), args.corpus, strict=True))
+        else:
+            corpus = write_corpus(folder, args.sentences, args.vocab, seed=1)
+        with ThreadPoolExecutor(max_workers=len(args.configs) if args.parallel else 1) as pool:
+            results = list(pool.map(lambda name: run_config(name, corpus, args, folder), args.configs))
     load = os.getloadavg()
     record = {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),

@@ -99,18 +99,26 @@ def test_loss_and_gradients_equal_a_per_sentence_run_without_padding():
 CHILD = (
     "import os, sys; from nmtvariants.cli import main; "
     "code = main(['train', '--config-json', {config!r}, '--outdir', {outdir!r}]); "
-    "print(code, os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'))"
+    "print(code, os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), os.environ.get('LRU_CACHE_CAPACITY'))"
 )
+CACHES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
 
 
-@pytest.mark.parametrize(("user_value", "expected"), [(None, "64"), ("5", "5")])
-def test_train_bounds_the_onednn_cache_unless_the_user_set_it(tmp_path, user_value, expected):
-    """The train command sets the variable in its own process before training; a config with no
-    data stops it right after (exit code 2), which keeps the check cheap."""
-    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"}
-    if user_value is not None:
-        env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = user_value
+@pytest.mark.parametrize(
+    ("user_values", "expected"),
+    [
+        ({}, ["64", "64"]),
+        ({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "5"}, ["5", "64"]),
+        ({"LRU_CACHE_CAPACITY": "7"}, ["64", "7"]),
+    ],
+)
+def test_train_bounds_the_kernel_caches_unless_the_user_set_them(tmp_path, user_values, expected):
+    """The train command bounds oneDNN's and ideep's caches in its own process before training (each
+    unbounded one grew RSS under varying batch shapes); a config with no data stops it right after
+    (exit code 2), which keeps the check cheap."""
+    env = {k: v for k, v in os.environ.items() if k not in CACHES}
+    env.update(user_values)
     code = CHILD.format(config=json.dumps({"model": {"preset": "tiny"}}), outdir=str(tmp_path / "run"))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["2", expected], done.stderr
+    assert done.stdout.split() == ["2", *expected], done.stderr

@@ -82,8 +82,10 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
     from nmtvariants.allocator import keep_freed_memory
     from nmtvariants.inference.translate import check_vocabulary
+    from nmtvariants.kernel_caches import bound_kernel_caches
     from nmtvariants.models import load_model
 
+    bound_kernel_caches()
     keep_freed_memory()
     if args.threads:
         torch.set_num_threads(args.threads)

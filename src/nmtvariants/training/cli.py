@@ -105,28 +105,10 @@ def extra_input_files(
     )
 
 
-ONEDNN_CACHE_CAPACITY = "64"
-"""oneDNN primitive-cache entries for training, unless the user sets ONEDNN_PRIMITIVE_CACHE_CAPACITY.
-
-Why: on CPU, oneDNN (bf16 matmuls under autocast) compiles one primitive per shape and keeps up to
-1024 of them; with batch shapes that vary as real data's, the cache filled for the whole run and
-resident memory grew with it (issue 14; benchmarks/train_memory.py: 3.6 GB peak after 150 updates
-against 2.7 GB with 8 entries). One update of the small model runs ~205 oneDNN matmuls of ~43
-distinct primitives (counted with ONEDNN_VERBOSE=1 over 6 updates: 228 distinct in all), so 64
-entries hold a step's working set while the cache stays bounded (counted before batch widths were
-rounded to a multiple of 8, which only lowers the count).
-oneDNN reads the variable when it first builds a primitive, so it must be set before the first
-training step (checked: a value set after `import torch` is honoured), so this command sets it first.
-"""
-
-
-def bound_onednn_cache() -> None:
-    """Give oneDNN a bounded primitive cache (see :data:`ONEDNN_CACHE_CAPACITY`); a user's value wins."""
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_CACHE_CAPACITY)
-
-
 def run_train(args: argparse.Namespace) -> None:
-    bound_onednn_cache()
+    from nmtvariants.kernel_caches import bound_kernel_caches
+
+    bound_kernel_caches()
     from nmtvariants.training.train_config import load_run_config
     from nmtvariants.training.trainer import train
 

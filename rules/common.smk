@@ -6,6 +6,7 @@ from nmtvariants.config import (
     canonical_json,
     content_id,
     decode_settings,
+    experiment_systems,
     input_files,
     shared_bpe_languages,
     training_runs,
@@ -456,13 +457,12 @@ def scores_table_inputs(wildcards):
             f"experiment {wildcards.experiment} belongs to study {study}:"
             f" ask for results/tables/{study}/{wildcards.experiment}.md"
         )
-    return expand(
-        "results/{experiment}/{pair}/{variant}/{testset}.scores.json",
-        experiment=wildcards.experiment,
-        pair=EXPERIMENTS[wildcards.experiment]["pairs"],
-        variant=list(EXPERIMENTS[wildcards.experiment]["variants"]),
-        testset=EXPERIMENTS[wildcards.experiment]["evaluate"]["testsets"],
-    )
+    spec = EXPERIMENTS[wildcards.experiment]
+    return [
+        f"results/{wildcards.experiment}/{pair}/{variant}/{testset}.scores.json"
+        for pair, variant in experiment_systems(spec)
+        for testset in spec["evaluate"]["testsets"]
+    ]
 
 
 # How a job starts the CLI: `shell: launch("train ...")`, with gpu=N among the job's resources.

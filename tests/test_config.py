@@ -91,3 +91,45 @@ def test_unknown_variant_switch_names_the_variant(default_config):
         check_experiments(default_config["experiments"])
     assert "experiments.baseline.variants.baseline" in str(error.value)
     assert "shortcutz" in str(error.value)
+
+
+def test_variant_pairs_keep_a_variant_to_some_pairs(default_config, schema):
+    """A variant restricted by ``variant_pairs`` trains on its pairs only; the others on every pair."""
+    from nmtvariants.config import experiment_systems, training_runs, with_defaults
+
+    spec = {
+        "pairs": ["en-de", "en-ru"],
+        "variants": {"baseline": {}, "ablation": {}, "lexical": {}},
+        "variant_pairs": {"ablation": ["en-de"]},
+    }
+    assert experiment_systems(spec) == [
+        ("en-de", "baseline"),
+        ("en-de", "ablation"),
+        ("en-de", "lexical"),
+        ("en-ru", "baseline"),
+        ("en-ru", "lexical"),
+    ]
+    resolved = with_defaults(default_config, schema)
+    users = {user for run in training_runs(resolved).values() for user in run.users}
+    emelin = {(pair, variant) for name, pair, variant in users if name == "emelin2019"}
+    assert ("en-de", "non_lexical") in emelin and ("en-ru", "non_lexical") not in emelin
+    assert ("en-ru", "lexical") in emelin
+
+
+@pytest.mark.parametrize(
+    ("restriction", "expected"),
+    [
+        ({"lexicl": ["en-de"]}, "experiments.emelin2019.variant_pairs: lexicl not among the variants"),
+        (
+            {"lexical": ["en-fr"]},
+            "experiments.emelin2019.variant_pairs.lexical: en-fr not among the experiment's pairs",
+        ),
+    ],
+)
+def test_variant_pairs_name_variants_and_pairs_of_the_experiment(default_config, restriction, expected):
+    from nmtvariants.config import check_experiments
+
+    default_config["experiments"]["emelin2019"]["variant_pairs"] = restriction
+    with pytest.raises(ConfigError) as error:
+        check_experiments(default_config["experiments"])
+    assert expected in str(error.value)

@@ -171,7 +171,7 @@ rule emelin2019_similarity:
     input:
         lambda wc: [
             f"results/{wc.experiment}/{wc.pair}/{variant}/analysis/states.npz"
-            for variant in EMELIN_EXPERIMENTS[wc.experiment]["variants"]
+            for variant in emelin_analysed_variants(wc.experiment, wc.pair)
         ],
     output:
         "results/{experiment}/{pair}/analysis/similarity.csv",
@@ -187,7 +187,7 @@ rule emelin2019_similarity:
         states=lambda wc, input: [
             f"{emelin_label(wc.experiment, variant)}={path}"
             for variant, path in zip(
-                EMELIN_EXPERIMENTS[wc.experiment]["variants"], input
+                emelin_analysed_variants(wc.experiment, wc.pair), input
             )
         ],
     shell:

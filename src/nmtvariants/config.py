@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,7 @@ def check_experiments(experiments: dict[str, Any]) -> None:
                 f"experiments.{name}.inputs: {', '.join(stray)} not among the variants "
                 f"({', '.join(experiment['variants'])}); name the variant whose encoders read the inputs"
             )
+        check_variant_pairs(name, experiment)
         for variant_name, variant in experiment["variants"].items():
             raw = {
                 "data": placeholder_data,
@@ -99,6 +100,36 @@ def check_experiments(experiments: dict[str, Any]) -> None:
                 check_variant(run.variant)
             except ConfigError as error:
                 raise ConfigError(f"invalid config: {_relocate(str(error), name, variant_name)}") from None
+
+
+def check_variant_pairs(name: str, experiment: Mapping[str, Any]) -> None:
+    """``variant_pairs`` names variants of the experiment and pairs among its pairs."""
+    restricted = experiment.get("variant_pairs") or {}
+    stray = sorted(set(restricted) - set(experiment["variants"]))
+    if stray:
+        raise ConfigError(
+            f"experiments.{name}.variant_pairs: {', '.join(stray)} not among the variants "
+            f"({', '.join(experiment['variants'])})"
+        )
+    for variant, pairs in restricted.items():
+        missing = [pair for pair in pairs if pair not in experiment["pairs"]]
+        if missing:
+            raise ConfigError(
+                f"experiments.{name}.variant_pairs.{variant}: {', '.join(missing)} not among the "
+                f"experiment's pairs ({', '.join(experiment['pairs'])})"
+            )
+
+
+def experiment_systems(experiment: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The (pair, variant) runs of an experiment, pair by pair in config order: every variant on every
+    pair, except those that ``variant_pairs`` keeps to some pairs (e.g. ablations on one pair)."""
+    restricted = experiment.get("variant_pairs") or {}
+    return [
+        (pair, variant)
+        for pair in experiment["pairs"]
+        for variant in experiment["variants"]
+        if pair in restricted.get(variant, experiment["pairs"])
+    ]
 
 
 def _fill_defaults(validator_class: type) -> type:
@@ -281,22 +312,22 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
                 f"experiments.{name}.pairs: {', '.join(missing)} not among the pairs of corpus"
                 f" {spec['corpus']} ({', '.join(corpora[spec['corpus']]['pairs'])})"
             )
-        for pair in spec["pairs"]:
-            for variant in spec["variants"]:
-                settings = run_settings(config, name, pair, variant)
-                run = runs.setdefault(
+        check_variant_pairs(name, spec)
+        for pair, variant in experiment_systems(spec):
+            settings = run_settings(config, name, pair, variant)
+            run = runs.setdefault(
+                content_id(settings),
+                TrainingRun(
                     content_id(settings),
-                    TrainingRun(
-                        content_id(settings),
-                        spec["corpus"],
-                        pair,
-                        settings,
-                        variant_inputs(config, name, variant),
-                    ),
-                )
-                run.users.append((name, pair, variant))
-                if spec["study"] not in run.studies:
-                    run.studies.append(spec["study"])
-                for key, value in spec["resources"].items():
-                    run.resources[key] = max(run.resources.get(key, value), value)
+                    spec["corpus"],
+                    pair,
+                    settings,
+                    variant_inputs(config, name, variant),
+                ),
+            )
+            run.users.append((name, pair, variant))
+            if spec["study"] not in run.studies:
+                run.studies.append(spec["study"])
+            for key, value in spec["resources"].items():
+                run.resources[key] = max(run.resources.get(key, value), value)
     return runs

@@ -3,6 +3,8 @@
 
 import json
 
+from nmtvariants.plugins.shortcuts import ShortcutOptions
+
 EMELIN = "emelin2019"
 EMELIN_TABLES = f"results/tables/{EMELIN}"
 EMELIN_FIGURES = f"results/figures/{EMELIN}"
@@ -48,9 +50,8 @@ def emelin_systems(
         if (presets is None or spec["model"]["preset"] in presets)
         and spec["model"]["preset"] not in exclude_presets
         and emelin_scored(name, *metrics)
-        for pair in spec["pairs"]
+        for pair, variant in experiment_systems(spec)
         if (pairs is None or pair in pairs) and pair not in exclude_pairs
-        for variant in spec["variants"]
     ]
 
 
@@ -97,6 +98,31 @@ def emelin_contrawsd_set(corpus, pair):
 
 def emelin_has_shortcuts(experiment, variant):
     return "shortcuts" in (EMELIN_EXPERIMENTS[experiment]["variants"][variant] or {})
+
+
+def emelin_main_setting(experiment, variant):
+    """Whether the paper analyses this kind of model: the baseline, or shortcuts in its main setting
+    (self-attention on both sides, from the embeddings, none into decoder-to-encoder attention). The
+    probes, similarity, gates, ContraWSD and Table 5 cover these; Table 4's ablations (dec-to-enc,
+    non-lexical) and Figure 5's (encoder-/decoder-only) are compared by BLEU and the bootstrap."""
+    switches = EMELIN_EXPERIMENTS[experiment]["variants"][variant] or {}
+    if "shortcuts" not in switches:
+        return True
+    options = ShortcutOptions.parse(switches["shortcuts"])
+    return (
+        options.self_attention == "both"
+        and not options.cross_attention
+        and options.source == "embeddings"
+    )
+
+
+def emelin_analysed_variants(experiment, pair="en-de"):
+    """The variants of an experiment's pair that the analyses cover (emelin_main_setting)."""
+    return [
+        variant
+        for name, _, variant in emelin_systems([pair])
+        if name == experiment and emelin_main_setting(experiment, variant)
+    ]
 
 
 def emelin_label(experiment, variant):
@@ -160,22 +186,21 @@ EMELIN_BOOTSTRAP = (
 
 def emelin_bootstrap_results():
     """VARIANT/TESTSET -> significance JSON of every non-baseline variant of the analysed experiment."""
-    spec = EMELIN_EXPERIMENTS[EMELIN_ANALYSED]
     return {
         f"{variant}/{testset}": f"results/{EMELIN_ANALYSED}/en-de/{variant}/analysis/{testset}.bootstrap.json"
-        for variant in spec["variants"]
+        for _, _, variant in emelin_variant_systems()
         if variant != "baseline"
-        for testset in spec["evaluate"]["testsets"]
+        for testset in EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["evaluate"]["testsets"]
     }
 
 
 def emelin_analysis(kind, shortcuts_only=False):
-    """The per-variant analysis files of the analysed experiment's EN-DE runs."""
+    """The per-variant analysis files of the analysed experiment's EN-DE runs (main setting)."""
     return {
         emelin_label(
             EMELIN_ANALYSED, variant
         ): f"results/{EMELIN_ANALYSED}/en-de/{variant}/analysis/{kind}"
-        for variant in EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"]
+        for variant in emelin_analysed_variants(EMELIN_ANALYSED)
         if not shortcuts_only or emelin_has_shortcuts(EMELIN_ANALYSED, variant)
     }
 
@@ -217,26 +242,30 @@ def emelin_pos_annotation(wildcards):
 
 
 def emelin_bleu_systems(wildcards):
+    """Tables 1-3: the main-setting models (Table 4 holds the ablations)."""
     _, pairs, exclude, presets, excluded = EMELIN_BLEU_TABLES[wildcards.table]
-    return emelin_systems(pairs, exclude, presets, excluded, EMELIN_BLEU_METRICS)
+    return [
+        system
+        for system in emelin_systems(pairs, exclude, presets, excluded, EMELIN_BLEU_METRICS)
+        if emelin_main_setting(system[0], system[2])
+    ]
 
 
 def emelin_variant_systems():
     """Table 4: every variant of the analysed (BASE-like) experiment's EN-DE runs."""
-    return [
-        (EMELIN_ANALYSED, "en-de", variant)
-        for variant in EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"]
-    ]
+    return [system for system in emelin_systems(["en-de"]) if system[0] == EMELIN_ANALYSED]
 
 
 def emelin_speed_runs():
-    """label (experiment/variant) -> (parameter count file, the run's final.pt) of every EN-DE run."""
+    """label (experiment/variant) -> (parameter count file, the run's final.pt) of every EN-DE run of
+    the main setting (the paper's Table 5: baseline, lexical shortcuts, feature-fusion)."""
     return {
         f"{name}/{variant}": (
             f"results/{name}/{pair}/{variant}/analysis/params.txt",
             f"{run_dir(name, pair, variant)}/final.pt",
         )
         for name, pair, variant in emelin_systems(["en-de"])
+        if emelin_main_setting(name, variant)
     }
 
 
@@ -246,5 +275,5 @@ def emelin_contrawsd_results():
         emelin_label(
             name, variant
         ): f"results/{name}/{pair}/{variant}/analysis/contrawsd.json"
-        for variant in EMELIN_EXPERIMENTS[name]["variants"]
+        for variant in emelin_analysed_variants(name, pair)
     }

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nmtvariants.config import experiment_systems
 from nmtvariants.errors import ConfigError
 
 STUDY = "bugliarello2020"
@@ -146,9 +147,11 @@ def entries(
     for name in names:
         spec = experiments(config)[name]
         baseline = baseline_variant(config, name)
+        systems = experiment_systems(spec)
         for pair in spec["pairs"]:
             for testset in spec["evaluate"]["testsets"]:
-                for variant, switches in spec["variants"].items():
+                for variant in (variant for of, variant in systems if of == pair):
+                    switches = spec["variants"][variant]
                     if pascal_only and ("pascal" not in (switches or {}) or derived(config, name, variant)):
                         continue
                     folder = f"results/{name}/{pair}/{variant}"

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nmtvariants.config import content_id, decode_settings, shared_bpe_languages
+from nmtvariants.config import content_id, decode_settings, experiment_systems, shared_bpe_languages
 from nmtvariants.errors import ConfigError
 
 STUDY = "libovicky2018"
@@ -153,7 +153,8 @@ class StudyPlan:
             if self.kind(name) == kind
             for pair in spec["pairs"]
             for testset in spec["evaluate"]["testsets"]
-            for variant in spec["variants"]
+            for of, variant in experiment_systems(spec)
+            if of == pair
         ]
 
     def tables(self) -> list[str]:

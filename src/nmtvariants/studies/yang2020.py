@@ -36,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from nmtvariants.config import experiment_systems
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import PathLike, atomic_write
@@ -81,20 +82,20 @@ def study_systems(config: dict[str, Any]) -> list[System]:
             continue
         model = dict(spec["model"])
         preset = model.pop("preset", "base")
-        for pair in spec["pairs"]:
-            for variant, switches in spec["variants"].items():
-                cfg = model_config(preset, model, dict(switches or {}))
-                systems.append(
-                    System(
-                        name,
-                        pair,
-                        variant,
-                        layout_name(switches),
-                        preset,
-                        cfg.decoder_layers,
-                        cfg.decoder_layers == PRESETS[ALIASES.get(preset, preset)]["decoder_layers"],
-                    )
+        for pair, variant in experiment_systems(spec):
+            switches = spec["variants"][variant]
+            cfg = model_config(preset, model, dict(switches or {}))
+            systems.append(
+                System(
+                    name,
+                    pair,
+                    variant,
+                    layout_name(switches),
+                    preset,
+                    cfg.decoder_layers,
+                    cfg.decoder_layers == PRESETS[ALIASES.get(preset, preset)]["decoder_layers"],
                 )
+            )
     return systems
 
 

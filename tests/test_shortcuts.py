@@ -525,3 +525,23 @@ def test_refuses_to_overwrite_another_variants_kv_transform():
             build_model(model_config("tiny", variant={"another_kv": {}, "shortcuts": {}}), VOCAB)
     finally:
         unregister_variant("another_kv")
+
+
+def test_non_lexical_shortcuts_of_two_layers_are_the_lexical_ones():
+    """With two layers, n-2 points below layer 1 for both layers, so both read the embeddings
+    (footnote 5): the non-lexical model is the lexical one, weight for weight and output for output.
+    This is why the toy demo (the 2-layer tiny preset) has no non-lexical row in Table 4."""
+    src, tgt = sample(4)
+    two = {"encoder_layers": 2, "decoder_layers": 2}
+    fusion = build({"kind": "feature_fusion"}, **two).eval()
+    non_lexical = build({"kind": "feature_fusion", "source": "n_minus_2"}, **two).eval()
+    three = build({"kind": "feature_fusion", "source": "n_minus_2"}).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(non_lexical(src, tgt), fusion(src, tgt), rtol=0, atol=0)
+        # the float64 equations of the lexical variant hold for the 2-layer non-lexical model
+        reference = reference_logits(non_lexical, {"kind": "feature_fusion"}, src, tgt)
+        torch.testing.assert_close(non_lexical(src, tgt).double(), reference, atol=2e-5, rtol=1e-4)
+        # with three layers, layer 3 reads layer 1: another model (the reference tells them apart)
+        assert (
+            three(src, tgt).double() - reference_logits(three, {"kind": "feature_fusion"}, src, tgt)
+        ).abs().max() > 1e-2

@@ -16,6 +16,10 @@ from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 from nmtvariants.config import training_runs, with_defaults
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
+# the default baseline's model (the tiny preset without dropout: config.yaml's &toy_model)
+TOY_MODEL = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["experiments"]["baseline"][
+    "model"
+]
 # A second study's experiment whose baseline is the default's baseline run, plus its own variant-free
 # run with more updates: the study issues add experiments of this shape.
 SECOND_STUDY = {
@@ -24,7 +28,7 @@ SECOND_STUDY = {
             "study": "emelin2019",
             "corpus": "toyworld",
             "pairs": ["en-de"],
-            "model": {"preset": "tiny"},
+            "model": TOY_MODEL,
             "variants": {"baseline": {}},
             "train": {
                 "max_updates": 400,
@@ -90,7 +94,7 @@ def test_identical_runs_of_two_studies_train_once(tmp_path):
     ("change", "trained", "decoded"),
     [
         ({"train": {"max_updates": 300}}, 2, 2),  # another run
-        ({"model": {"preset": "tiny", "encoder_layers": 1}}, 2, 2),
+        ({"model": {**TOY_MODEL, "encoder_layers": 1}}, 2, 2),
         ({"pairs": ["en-ru"]}, 2, 2),
         ({"evaluate": {"beam": 4}}, 1, 2),  # the same run, decoded twice
         ({"average_last": 2}, 1, 2),

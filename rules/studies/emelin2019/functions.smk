@@ -104,7 +104,8 @@ def emelin_main_setting(experiment, variant):
     """Whether the paper analyses this kind of model: the baseline, or shortcuts in its main setting
     (self-attention on both sides, from the embeddings, none into decoder-to-encoder attention). The
     probes, similarity, gates, ContraWSD and Table 5 cover these; Table 4's ablations (dec-to-enc,
-    non-lexical) and Figure 5's (encoder-/decoder-only) are compared by BLEU and the bootstrap."""
+    non-lexical) and Figure 5's (encoder-/decoder-only) are compared by BLEU and the bootstrap.
+    """
     switches = EMELIN_EXPERIMENTS[experiment]["variants"][variant] or {}
     if "shortcuts" not in switches:
         return True
@@ -246,19 +247,24 @@ def emelin_bleu_systems(wildcards):
     _, pairs, exclude, presets, excluded = EMELIN_BLEU_TABLES[wildcards.table]
     return [
         system
-        for system in emelin_systems(pairs, exclude, presets, excluded, EMELIN_BLEU_METRICS)
+        for system in emelin_systems(
+            pairs, exclude, presets, excluded, EMELIN_BLEU_METRICS
+        )
         if emelin_main_setting(system[0], system[2])
     ]
 
 
 def emelin_variant_systems():
     """Table 4: every variant of the analysed (BASE-like) experiment's EN-DE runs."""
-    return [system for system in emelin_systems(["en-de"]) if system[0] == EMELIN_ANALYSED]
+    return [
+        system for system in emelin_systems(["en-de"]) if system[0] == EMELIN_ANALYSED
+    ]
 
 
 def emelin_speed_runs():
     """label (experiment/variant) -> (parameter count file, the run's final.pt) of every EN-DE run of
-    the main setting (the paper's Table 5: baseline, lexical shortcuts, feature-fusion)."""
+    the main setting (the paper's Table 5: baseline, lexical shortcuts, feature-fusion).
+    """
     return {
         f"{name}/{variant}": (
             f"results/{name}/{pair}/{variant}/analysis/params.txt",

@@ -27,6 +27,7 @@ from nmtvariants.models import (
     register_variant,
 )
 from nmtvariants.models.variants import unregister_variant
+from nmtvariants.plugins.shortcuts import ShortcutOptions
 
 VOCAB = 30
 D = 64
@@ -545,3 +546,19 @@ def test_non_lexical_shortcuts_of_two_layers_are_the_lexical_ones():
         assert (
             three(src, tgt).double() - reference_logits(three, {"kind": "feature_fusion"}, src, tgt)
         ).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize(
+    ("options", "is_main"),
+    [
+        ({"kind": "lexical"}, True),
+        ({"kind": "feature_fusion", "wiring": "pre_norm"}, True),
+        ({"kind": "lexical", "self_attention": "none", "cross_attention": True}, False),
+        ({"kind": "lexical", "cross_attention": True}, False),
+        ({"kind": "feature_fusion", "source": "n_minus_2"}, False),
+        ({"kind": "lexical", "self_attention": "encoder"}, False),
+    ],
+)
+def test_the_main_setting_is_the_papers_main_model(options, is_main):
+    """Tables 1-3, 5 and the analyses report the main setting; Table 4 and Figure 5 the ablations."""
+    assert ShortcutOptions.parse(options).main_setting is is_main

@@ -107,13 +107,9 @@ def emelin_main_setting(experiment, variant):
     non-lexical) and Figure 5's (encoder-/decoder-only) are compared by BLEU and the bootstrap.
     """
     switches = EMELIN_EXPERIMENTS[experiment]["variants"][variant] or {}
-    if "shortcuts" not in switches:
-        return True
-    options = ShortcutOptions.parse(switches["shortcuts"])
     return (
-        options.self_attention == "both"
-        and not options.cross_attention
-        and options.source == "embeddings"
+        "shortcuts" not in switches
+        or ShortcutOptions.parse(switches["shortcuts"]).main_setting
     )
 
 

@@ -111,6 +111,13 @@ class ShortcutOptions:
             )
         return options
 
+    @property
+    def main_setting(self) -> bool:
+        """Whether these are the paper's main shortcuts (self-attention on both sides, from the
+        embeddings, none into decoder-to-encoder attention): the models its Tables 1-3 and 5 and its
+        analyses report; the others are Table 4's and Figure 5's ablations."""
+        return self.self_attention == "both" and not self.cross_attention and self.source == "embeddings"
+
 
 class GatedShortcut(nn.Module):
     """The ``kv_transform`` of one attention: gated keys and values between a shortcut input S (E, the

@@ -1,47 +1,77 @@
-# Two set-up commands for a fresh machine: `make demo` and `make test`. Both are idempotent:
-# the virtual environment is (re)installed only when pyproject.toml changes.
+# Two set-up commands for a fresh machine: `make demo` and `make test`. Both are idempotent. They install
+# exactly the versions in requirements.lock (a newer release on PyPI changes nothing until `make lock`),
+# and first the Debian packages they need, which they install when run as root.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
 CORES ?= all
 
-# Debian packages the tests use as references or data: the Perl Lingua::Translit module (the ISO 9
-# oracle) and WordNet (METEOR). Installed when missing and we are root; otherwise we say what to run.
-DEBIAN_PACKAGES := liblingua-translit-perl wordnet-base wordnet-sense-index
+# Debian packages outside the venv. The demo: WordNet (NLTK's METEOR in the multi-source study).
+# The tests add the Perl Lingua::Translit module (the ISO 9 oracle) and a JDK (the Meteor 1.5 adapter's
+# stub jar); the SLURM test installs slurm-wlm and munge itself (tests/slurm_cluster.py).
+DEMO_PACKAGES := wordnet-base wordnet-sense-index
+TEST_PACKAGES := $(DEMO_PACKAGES) liblingua-translit-perl $(if $(shell command -v javac),,default-jdk-headless)
 
-.PHONY: demo test lint clean-results install system-deps
+.PHONY: demo test lint lock sync clean-results install demo-system-deps test-system-deps
 
-install: $(STAMP)
+install: sync
 
-# torch and torchvision first, pinned together: stanza would otherwise pull another torch build.
-$(STAMP): pyproject.toml
+# The venv, created once; `sync` then makes it equal to the lock on every run (seconds when it is).
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "torch==2.14.1" "torchvision==0.29.1"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
-system-deps:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
+sync: $(STAMP)
+	$(BIN)/python -m pip install -q -r $(LOCK)
+
+# Re-resolve pyproject.toml's ranges in a throw-away venv, write the lock and the conda env files' pins
+# from it. Deliberate: run it, run `make test`, commit the three together.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install -q --upgrade pip
+	.lock-venv/bin/python -m pip install -q ".[dev]"
+	{ echo "# Every package \`make demo\` and \`make test\` install, at the version they were tested with."; \
+	  echo "# Written by \`make lock\` on $$(date -u +%F) from pyproject.toml; edit that and re-lock."; \
+	  .lock-venv/bin/python -m pip freeze --exclude nmtvariants; } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	rm -rf .lock-venv build
+	$(PYTHON) envs/pin_from_lock.py $(LOCK)
+
+# $(1): the packages; $(2): the make target to run again once they are installed.
+define install_debian
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | tr '\n' ' '); \
+	if [ -n "$${missing// }" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else echo "missing Debian packages: $$missing -- run: sudo apt-get install $$missing"; exit 1; fi; \
+	  else echo "missing Debian packages: run  sudo apt-get install $$missing  and then make $(2) again"; exit 2; fi; \
 	fi
+endef
 
-demo: $(STAMP)
+demo-system-deps:
+	$(call install_debian,$(DEMO_PACKAGES),demo)
+
+test-system-deps:
+	$(call install_debian,$(TEST_PACKAGES),test)
+
+# System packages first: a user without them is told within seconds, before the venv is built.
+demo: demo-system-deps sync
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 
 # The whole suite, long tests included (plain `pytest` runs the fast ones only).
-test: $(STAMP) system-deps
+test: test-system-deps sync
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m "slow or not slow" --durations=15
 
 # The linters' versions are pinned in pyproject.toml (dev extra); CI runs this before the tests.
-lint: $(STAMP)
-	$(BIN)/ruff check src tests workflow_scripts benchmarks
-	$(BIN)/ruff format --check src tests workflow_scripts benchmarks
+lint: sync
+	$(BIN)/ruff check src tests workflow_scripts benchmarks envs
+	$(BIN)/ruff format --check src tests workflow_scripts benchmarks envs
 	$(BIN)/snakefmt --check Snakefile rules
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 

@@ -3,11 +3,13 @@
 #   snakemake --cores 8 results/tables/<study>/<table>.md     # one table and only what it needs
 #   snakemake --cores 8 <study>                               # every table and figure of a study
 #   snakemake --profile profiles/slurm --configfile experiments/<paper>.yaml
+import sys
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
 from nmtvariants.config import check_config, check_experiments
+from nmtvariants.resources import missing_resources_message
 
 min_version("9.0")
 
@@ -25,6 +27,14 @@ report: "workflow/report/workflow.rst"
 check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
 validate(config, "schemas/config.schema.yaml")
 check_experiments(config.get("experiments", {}))
+
+
+# Before the first job of a real run (not a dry run): every external resource the enabled experiments
+# read (WordNet or Meteor 1.5, ImageNet weights, images, Stanza models, a local mirror), in one line.
+onstart:
+    if missing := missing_resources_message(config):
+        print(missing, file=sys.stderr)
+        sys.exit(2)
 
 
 include: "rules/common.smk"

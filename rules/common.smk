@@ -42,6 +42,13 @@ DOWNLOADED_CORPORA = {
 # (corpus, pair) -> the further languages its joint BPE is learned on (preprocess.bpe.shared_with)
 SHARED_BPE = shared_bpe_languages(CORPORA)
 SHARED_LANGS = sorted({lang for langs in SHARED_BPE.values() for lang in langs})
+# Which METEOR `evaluate` computes: Meteor 1.5 from the user's release, else NLTK's with the
+# configured WordNet (both checked before the first job: nmtvariants.resources).
+METEOR_ARGS = (
+    ["--meteor-home", config["meteor"]["home"]]
+    if config["meteor"]["home"]
+    else ["--wordnet", config["meteor"]["wordnet"]]
+)
 
 
 wildcard_constraints:

@@ -73,8 +73,10 @@ rule evaluate:
     params:
         lang=lambda wc: wc.pair.split("-")[1],
         metrics=experiment_metrics,
+        meteor=METEOR_ARGS,
         system="{experiment}/{pair}/{variant}",
     shell:
         "nmtvariants evaluate --hyp {input.hyp:q} --ref {input.ref:q} -l {params.lang:q}"
-        " --metrics {params.metrics:q} --system {params.system:q} --testset {wildcards.testset:q}"
+        " --metrics {params.metrics:q} {params.meteor:q} --system {params.system:q}"
+        " --testset {wildcards.testset:q}"
         " --json {output:q} > {log:q} 2>&1"

@@ -1,10 +1,12 @@
-"""The per-family conda environments agree with pyproject.toml and with the venv the tests run in.
+"""The lock, the per-family conda environments and the venv the tests run in agree.
 
-Three sources name versions: pyproject.toml (ranges, what `make install` resolves), the tested venv
-(what every test and benchmark ran with) and envs/*.yaml (what `--use-conda` builds on a cluster).
-A cluster run is only a reproduction if the three agree, so every pin in an env file must (1) name a
-package that pyproject.toml depends on, (2) lie inside pyproject's range and (3) equal the version
-installed here. Rules may only point at env files that exist.
+Four sources name versions: pyproject.toml (ranges), requirements.lock (what `make demo`, `make test`
+and CI install, written by `make lock`), the tested venv, and envs/*.yaml (what `--use-conda` builds on
+a cluster). A cluster run is only a reproduction if they agree, so every pin in an env file must
+(1) name a package that pyproject.toml depends on, (2) lie inside pyproject's range and (3) equal the
+lock's version; the lock must cover every dependency inside its range; and the venv must be the lock
+(else one line says how to return to it, or how to re-lock). Rules may only point at env files
+that exist.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
+LOCK = REPO / "requirements.lock"
 ENV_FILES = sorted((REPO / "envs").glob("*.yaml"))
 FAMILIES = {"nmtvariants", "text", "train", "vision", "syntax", "evaluate"}
 CORE = {
@@ -36,6 +39,19 @@ def pyproject() -> dict:
 def project_requirements() -> dict[str, Requirement]:
     requirements = [Requirement(text) for text in pyproject()["project"]["dependencies"]]
     return {canonicalize_name(req.name): req for req in requirements}
+
+
+def locked() -> dict[str, str]:
+    """Package (canonical name) -> version, from requirements.lock."""
+    versions = {}
+    for line in LOCK.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            requirement = Requirement(line)
+            (pin,) = requirement.specifier
+            assert pin.operator == "==", f"requirements.lock: {line!r} is not an exact pin"
+            versions[canonicalize_name(requirement.name)] = pin.version
+    return versions
 
 
 def env_spec(path: Path) -> tuple[list[str], list[Requirement]]:
@@ -69,9 +85,10 @@ def test_python_version_matches_requires_python(path):
 
 
 @pytest.mark.parametrize("path", ENV_FILES, ids=lambda p: p.name)
-def test_pins_agree_with_pyproject_and_the_tested_venv(path):
+def test_pins_agree_with_pyproject_and_the_lock(path):
     _, pip = env_spec(path)
     declared = project_requirements()
+    lock = locked()
     names = [canonicalize_name(req.name) for req in pip]
     assert len(names) == len(set(names)), f"{path.name}: a package is listed twice"
     assert set(names) >= CORE, f"{path.name}: missing core packages {CORE - set(names)}"
@@ -84,11 +101,37 @@ def test_pins_agree_with_pyproject_and_the_tested_venv(path):
         assert declared[name].specifier.contains(version, prereleases=True), (
             f"{path.name}: {req.name}=={version} is outside pyproject's '{declared[name].specifier}'"
         )
-        installed = importlib.metadata.version(req.name).split("+")[0]
-        assert installed == version, (
-            f"{path.name}: {req.name}=={version} but the tested venv has {installed}; "
-            "update the env file (or the venv) so they agree"
+        assert lock.get(name) == version, (
+            f"{path.name}: {req.name}=={version} but requirements.lock has {lock.get(name)}; "
+            "run `make lock` (it writes the env files' pins from the lock)"
         )
+
+
+def test_the_lock_covers_every_dependency_inside_its_range():
+    lock = locked()
+    extras = [Requirement(text) for text in pyproject()["project"]["optional-dependencies"]["dev"]]
+    for req in [*project_requirements().values(), *extras]:
+        name = canonicalize_name(req.name)
+        assert name in lock, f"requirements.lock lacks {req.name}: run `make lock`"
+        assert req.specifier.contains(lock[name], prereleases=True), (
+            f"requirements.lock: {req.name}=={lock[name]} is outside '{req.specifier}': run `make lock`"
+        )
+
+
+def test_the_tested_venv_is_the_lock():
+    """What the tests run with is what the lock says, whatever PyPI has released since."""
+    drifted = []
+    for name, version in locked().items():
+        try:
+            installed = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            installed = "not installed"
+        if installed.split("+")[0] != version.split("+")[0]:
+            drifted.append(f"{name} {installed} (locked {version})")
+    assert not drifted, (
+        f"the venv differs from requirements.lock: {', '.join(drifted)}; `make install` returns to the "
+        "lock, `make lock` re-locks (then commit requirements.lock and envs/)"
+    )
 
 
 def test_torch_stacks_pin_the_same_torch():

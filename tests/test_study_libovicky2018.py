@@ -156,7 +156,7 @@ def test_adversarial_table_rows(score_files):
         ]
     )
     assert list(frame.columns) == [
-        "pair", "test set", "system", "BLEU", "METEOR",
+        "pair", "test set", "system", "BLEU", "METEOR (NLTK, English resources)",
         "adv. BLEU (image)", "± (image)", "seeds (image)", "adv. BLEU (en)", "± (en)", "seeds (en)",
     ]  # fmt: skip
     rows = frame.astype(object).where(frame.notna(), None).values.tolist()

@@ -292,9 +292,10 @@ rule libovicky2018_score:
     params:
         lang=lambda wc: wc.pair.split("-")[1],
         system="{experiment}/{pair}/{variant}/{name}",
+        meteor=METEOR_ARGS,
     shell:
         "nmtvariants evaluate --hyp {input.hyp:q} --ref {input.ref:q} -l {params.lang:q}"
-        " --metrics bleu,meteor --preprocess multi30k --system {params.system:q}"
+        " --metrics bleu,meteor {params.meteor:q} --preprocess multi30k --system {params.system:q}"
         " --testset {wildcards.testset:q} --json {output:q} > {log:q} 2>&1"
 
 

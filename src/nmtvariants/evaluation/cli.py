@@ -33,6 +33,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="folder for the WordNet copy METEOR needs (default $NMTVARIANTS_NLTK_DATA or ~/.cache)",
     )
     p.add_argument(
+        "--wordnet",
+        type=Path,
+        default=None,
+        help="WordNet 3.0 dict folder NLTK's METEOR reads (default /usr/share/wordnet, Debian's)",
+    )
+    p.add_argument(
+        "--meteor-home",
+        type=Path,
+        default=None,
+        help="folder of the Meteor 1.5 release (meteor-1.5.jar, data/); METEOR is then Meteor 1.5 run "
+        "with java, as the paper's MultEval, instead of NLTK's METEOR",
+    )
+    p.add_argument(
         "--preprocess",
         choices=["none", "multi30k"],
         default="none",
@@ -197,6 +210,8 @@ def run_evaluate(args: argparse.Namespace) -> None:
         args.tokenize,
         args.nltk_data,
         args.preprocess,
+        args.meteor_home,
+        args.wordnet,
     )
     write_scores_json(args.json, args.system, args.testset, scores)
     summary = " ".join(f"{name}={record['score']:.2f}" for name, record in scores["scores"].items())

@@ -20,7 +20,9 @@ for every language, English-only Porter stemming and WordNet synonyms, no paraph
 function-word weighting (delta), and averages sentence scores; Meteor 1.5 has per-language tuned
 parameters, stemmers and paraphrase tables (de, fr, cs, ...) and pools statistics over the corpus.
 On German, French or Czech targets NLTK's METEOR is close to an exact-match METEOR, so its numbers
-rank our own systems but are not comparable with the paper's; the score JSON says so.
+rank our own systems but are not comparable with the paper's; the score JSON says so, and every
+table, figure and JSON names it "METEOR (NLTK, English resources)". A user who has the Meteor 1.5
+release names its folder (``meteor_home``) and gets the paper's metric instead (``meteor15.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from nmtvariants.errors import ConfigError
 from nmtvariants.evaluation.bleu import SACREBLEU_METRICS, default_tokenizer, sacrebleu_score
 from nmtvariants.evaluation.inputs import read_hyp_refs
+from nmtvariants.evaluation.meteor_ribes import DEBIAN_WORDNET_DIR
 from nmtvariants.evaluation.results import file_record
 from nmtvariants.fileio import PathLike
 
@@ -70,12 +73,15 @@ def evaluate(
     tokenize: str | None = None,
     nltk_data: PathLike | None = None,
     preprocess: str = "none",
+    meteor_home: PathLike | None = None,
+    wordnet_dir: PathLike | None = None,
 ) -> dict[str, Any]:
     """Score a detokenised hypothesis file against one or more reference files.
 
     ``lang`` is the target language (it picks the BLEU tokenizer unless ``tokenize`` is given).
     Metrics: ``bleu``, ``chrf``, ``chrf++``, ``ter`` (sacreBLEU), ``tok-bleu`` (tokenised, compound
-    split), ``meteor`` (NLTK + WordNet in ``nltk_data``), ``ribes`` (NLTK). ``preprocess``: ``none`` or
+    split), ``meteor`` (Meteor 1.5 from ``meteor_home`` when given, else NLTK with WordNet from
+    ``wordnet_dir``, prepared in ``nltk_data``), ``ribes`` (NLTK). ``preprocess``: ``none`` or
     ``multi30k`` (module docstring; the tokenizer is then ``none`` and ``tokenize`` must not be given).
     """
     if isinstance(ref_paths, (str, Path)):
@@ -109,10 +115,16 @@ def evaluate(
             from nmtvariants.evaluation.tokenized_bleu import tokenized_bleu
 
             scores[name] = tokenized_bleu(hyps, refs, lang)
+        elif name == "meteor" and meteor_home is not None:
+            from nmtvariants.evaluation.meteor15 import meteor15
+
+            scores[name] = meteor15(hyps, refs, lang, meteor_home)
         elif name == "meteor":
             from nmtvariants.evaluation.meteor_ribes import meteor
 
-            scores[name] = meteor(hyps, refs, lang, tokenize, data_dir=nltk_data)
+            scores[name] = meteor(
+                hyps, refs, lang, tokenize, data_dir=nltk_data, wordnet_dir=wordnet_dir or DEBIAN_WORDNET_DIR
+            )
             scores[name]["differs_from"] = METEOR_1_5_NOTE
         elif name == "ribes":
             from nmtvariants.evaluation.meteor_ribes import ribes

@@ -26,6 +26,7 @@ from typing import Any
 
 from nmtvariants.errors import MissingResourceError
 from nmtvariants.evaluation.bleu import check_tokenizer, default_tokenizer
+from nmtvariants.evaluation.meteor15 import NLTK_METEOR_LABEL
 from nmtvariants.fileio import PathLike, atomic_write
 
 DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
@@ -180,6 +181,7 @@ def meteor(
         total += meteor_score([split(ref[index]) for ref in refs], split(hyp), wordnet=wordnet)
     score = 100.0 * total / max(len(hyps), 1)
     record: dict[str, Any] = {
+        "name": NLTK_METEOR_LABEL,
         "score": score,
         "signature": f"nltk-meteor|wordnet:{wordnet.get_version()}|tok:{tokenize or default_tokenizer(lang)}"
         "|alpha:0.9|beta:3.0|gamma:0.5|case:lc|corpus:mean-of-sentences",

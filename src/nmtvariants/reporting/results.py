@@ -13,17 +13,28 @@ from typing import Any
 
 import pandas as pd
 
+from nmtvariants.evaluation.meteor15 import NLTK_METEOR_LABEL
 from nmtvariants.evaluation.results import read_scores_json
 
+# Column labels of score records that do not name their metric themselves (records written before
+# METEOR records carried a "name" were NLTK's METEOR: Meteor 1.5 records always name themselves).
 METRIC_LABELS = {
     "bleu": "BLEU",
     "chrf": "chrF",
     "chrf++": "chrF++",
     "ter": "TER",
     "tok-bleu": "tok. BLEU",
-    "meteor": "METEOR",
+    "meteor": NLTK_METEOR_LABEL,
     "ribes": "RIBES",
 }
+
+
+def metric_label(metric: str, result: Any) -> str:
+    """The column label of one metric's score record: the name the record gives (NLTK's METEOR and
+    Meteor 1.5 are different metrics under one key), else the label of the metric key."""
+    name = result.get("name") if isinstance(result, dict) else None
+    return name if isinstance(name, str) else METRIC_LABELS.get(metric, metric)
+
 
 # metric label -> signature -> the score files that carry it
 Signatures = dict[str, dict[str, list[str]]]
@@ -36,7 +47,7 @@ def score_signatures(record: Any) -> dict[str, str]:
     if not isinstance(scores, dict):
         return {}
     return {
-        METRIC_LABELS.get(metric, metric): result["signature"]
+        metric_label(metric, result): result["signature"]
         for metric, result in scores.items()
         if isinstance(result, dict) and isinstance(result.get("signature"), str)
     }
@@ -61,7 +72,7 @@ def scores_table(score_files: list[Path]) -> tuple[pd.DataFrame, Signatures]:
         experiment, pair, variant = [*record["system"].split("/"), "", "", ""][:3]
         row = {"experiment": experiment, "pair": pair, "variant": variant, "testset": record["testset"]}
         for metric, result in record["scores"].items():
-            row[METRIC_LABELS.get(metric, metric)] = result["score"]
+            row[metric_label(metric, result)] = result["score"]
         per_file[str(path)] = score_signatures(record)
         rows.append(row)
     return pd.DataFrame(rows), collect_signatures(per_file)

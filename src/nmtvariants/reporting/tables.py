@@ -18,7 +18,7 @@ import pandas as pd
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.provenance import provenance
-from nmtvariants.reporting.results import METRIC_LABELS, score_signatures
+from nmtvariants.reporting.results import metric_label, score_signatures
 
 
 def provenance_path(md_path: PathLike) -> Path:
@@ -46,7 +46,7 @@ def source_record(path: PathLike) -> dict[str, Any]:
     if signatures:
         record["signatures"] = signatures
         record["scores"] = {
-            METRIC_LABELS.get(name, name): result.get("score")
+            metric_label(name, result): result.get("score")
             for name, result in document["scores"].items()
             if isinstance(result, dict)
         }

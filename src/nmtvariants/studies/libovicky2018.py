@@ -33,6 +33,7 @@ from nmtvariants.data.dataset import ParallelData
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.models.hooks import capture
+from nmtvariants.reporting.results import metric_label
 
 
 def check_user_images(images: PathLike, image_list: PathLike, gate: str) -> int:
@@ -131,6 +132,11 @@ class System:
     adversarial: Mapping[str, Any] | None = None
 
 
+def meteor_label(record: Mapping[str, Any]) -> str:
+    """The METEOR column's label: which METEOR the record holds (NLTK's or Meteor 1.5)."""
+    return metric_label("meteor", record.get("scores", {}).get("meteor"))
+
+
 def _score(record: Mapping[str, Any], metric: str, where: str) -> float:
     entry = record.get("scores", {}).get(metric)
     if not isinstance(entry, Mapping) or "score" not in entry:
@@ -155,7 +161,7 @@ def adversarial_table(systems: Sequence[System], where: Sequence[str] = ()) -> p
             "test set": system.testset,
             "system": system.label,
             "BLEU": _score(system.clean, "bleu", name),
-            "METEOR": _score(system.clean, "meteor", name),
+            meteor_label(system.clean): _score(system.clean, "meteor", name),
         }
         rows = {row["randomised"]: row for row in (system.adversarial or {}).get("rows", [])}
         for input_name in randomised:

@@ -43,7 +43,7 @@ from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.models.config import ALIASES, PRESETS, model_config
 from nmtvariants.models.layers import parse_layout
 from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
-from nmtvariants.reporting.results import METRIC_LABELS
+from nmtvariants.reporting.results import metric_label
 from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
 STUDY = "yang2020"
@@ -145,7 +145,7 @@ def _metrics(path: PathLike) -> dict[str, float]:
     if not isinstance(scores, dict):
         raise InputError(f"{path}: no `scores` mapping; re-run the evaluate step")
     return {
-        METRIC_LABELS.get(metric, metric): float(result["score"])
+        metric_label(metric, result): float(result["score"])
         for metric, result in scores.items()
         if isinstance(result, dict) and "score" in result
     }

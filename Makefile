@@ -46,11 +46,11 @@ lock:
 
 # $(1): the packages; $(2): the make target to run again once they are installed.
 define install_debian
-	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | tr '\n' ' '); \
-	if [ -n "$${missing// }" ]; then \
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done | xargs); \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else echo "missing Debian packages: run  sudo apt-get install $$missing  and then make $(2) again"; exit 2; fi; \
+	  else echo "missing Debian packages: run \`sudo apt-get install $$missing\` and then \`make $(2)\` again"; exit 2; fi; \
 	fi
 endef
 

@@ -28,7 +28,7 @@ from nmtvariants.evaluation.meteor_ribes import (
     WORDNET_FILES,
     nltk_data_dir,
 )
-from nmtvariants.vision.resnet import RANDOM
+from nmtvariants.vision import RANDOM
 
 # Studies whose rules score METEOR whatever the experiment's `evaluate.metrics` say (the paper's metric).
 METEOR_STUDIES = ("libovicky2018",)

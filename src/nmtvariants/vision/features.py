@@ -24,7 +24,8 @@ from PIL import Image, UnidentifiedImageError
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write, read_lines, write_lines
-from nmtvariants.vision.resnet import MEAN, RANDOM, STD, LastConvBlock, build_resnet
+from nmtvariants.vision import RANDOM
+from nmtvariants.vision.resnet import MEAN, STD, LastConvBlock, build_resnet
 
 log = logging.getLogger(__name__)
 

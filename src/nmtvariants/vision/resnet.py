@@ -33,9 +33,9 @@ from torch import nn
 from torchvision import models
 
 from nmtvariants.errors import InputError, MissingResourceError
+from nmtvariants.vision import RANDOM
 
 DEPTHS = (18, 34, 50, 101, 152)
-RANDOM = "random"
 CONFIG_KEY = "image_features.weights"
 # ImageNet normalisation of torchvision's classification weights
 MEAN = (0.485, 0.456, 0.406)

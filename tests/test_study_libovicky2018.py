@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from model_fixtures import single_thread
+from workflow_configs import REPO as ROOT
 from workflow_configs import dry_run_jobs, snakemake
 
 from nmtvariants.cli import main
@@ -310,3 +312,59 @@ def test_join_labels_one_line_per_series_and_memory(tmp_path):
     joined = pd.read_csv(out)
     assert joined["label"].tolist() == ["MMT: en", "MMT: image", "MS: en", "MS: fr"]
     assert joined["share"].tolist() == [0.25, 0.75, 0.5, 0.5]
+
+
+# --- the paper's image encoder in the study's configs --------------------------------------------
+
+
+def feature_models(config_file: str) -> list[tuple[str, object]]:
+    """(experiment/variant, model built on the meta device) of every libovicky2018 variant with
+    image features in a config file, built as the trainer builds it (run config -> model config)."""
+    from nmtvariants.training.train_config import parse_run_config
+
+    config = yaml.safe_load((ROOT / config_file).read_text(encoding="utf-8"))
+    built = []
+    for name, spec in config["experiments"].items():
+        if spec.get("study") != "libovicky2018":
+            continue
+        for variant_name, variant in spec["variants"].items():
+            if "features" not in ((variant or {}).get("multi_source") or {}):
+                continue
+            raw = {"data": {"train_src": "-", "train_tgt": "-", "vocab": "-"}, "model": spec["model"]}
+            run = parse_run_config({**raw, "variant": dict(variant), "train": spec["train"]})
+            overrides = {key: value for key, value in run.model.items() if key != "preset"}
+            with torch.device("meta"):
+                model = build_model(model_config(run.model.get("preset", "base"), overrides, run.variant), 8)
+            built.append((f"{name}/{variant_name}", model))
+    return built
+
+
+@pytest.mark.parametrize(
+    "config_file",
+    ["experiments/libovicky2018.yaml", "experiments/multi30k_libovicky2018.yaml", "config.yaml"],
+)
+def test_configs_build_the_papers_image_encoder_a_projection_with_no_layer_norm(config_file):
+    """§4.1: "a linear projection into 512 dimensions" (Neural Monkey's SpatialFiller): W f + b and
+    nothing after it. (experiments/multi30k_libovicky2018.yaml has no images: nothing to build.)"""
+    built = feature_models(config_file)
+    if config_file != "experiments/multi30k_libovicky2018.yaml":
+        assert built, f"{config_file}: no multimodal variant"
+    for label, model in built:
+        encoder = model.feature_encoder
+        assert not any(isinstance(m, torch.nn.LayerNorm) for m in encoder.modules()), label
+        channels, d_model = encoder.channels, model.cfg.d_model
+        assert sum(p.numel() for p in encoder.parameters()) == channels * d_model + d_model, label
+        if config_file == "experiments/libovicky2018.yaml":
+            assert (channels, d_model) == (2048, 512), label  # ResNet-50's last block -> 512
+
+
+def test_only_the_offline_demo_standardises_its_untrained_features():
+    """The paper's configs feed the ImageNet ResNet's raw features to the projection; the demo's
+    untrained ResNet standardises them at extraction (a deviation its Table 1 lists)."""
+    from nmtvariants.studies.libovicky2018_plan import IMAGE_DEFAULTS
+
+    demo = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["image_features"]
+    paper = yaml.safe_load((ROOT / "experiments/libovicky2018.yaml").read_text(encoding="utf-8"))
+    assert IMAGE_DEFAULTS["standardise"] is False
+    assert paper["image_features"].get("standardise", False) is False
+    assert demo["weights"] == "random" and demo["standardise"] is True

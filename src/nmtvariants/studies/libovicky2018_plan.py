@@ -31,6 +31,7 @@ IMAGE_DEFAULTS = {
     "size": 224,
     "batch_size": 32,
     "images": "data/multi30k_images",
+    "standardise": False,  # the paper's raw features (vision/features.py: standardise_regions)
 }
 BASELINE_LABELS = {"table1_mmt": "text-only baseline", "table2_multisource": "single-source baseline"}
 KIND_LABELS = {"table1_mmt": "MMT", "table2_multisource": "multi-source"}
@@ -202,6 +203,8 @@ class StudyPlan:
             raise ConfigError(
                 f"corpora.{corpus}: image features need a corpus with images (toyworld or multi30k)"
             )
+        if key == "standardise":
+            return "region" if self.images["standardise"] else "none"
         if key == "images":
             return (
                 f"data/toyworld/images/{wildcards.split}"

@@ -221,10 +221,8 @@ def test_table2_has_one_row_per_strategy_with_each_language_deranged(tmp_path):
             [strategy, 31.0 + row, 51.0 + row, *[v for k in (1, 2, 3) for v in (10 * k + row + 2, 1.0, 3)]]
         )
     out = tmp_path / "table2_multisource.md"
-    assert (
-        main(["libovicky2018-table", *args, "--title", "Table 2", "--notes", "toy", "--output", str(out)])
-        == 0
-    )
+    command = ["libovicky2018-table", "--table", "table2_multisource", *args]
+    assert main([*command, "--title", "Table 2", "--notes", "toy", "--output", str(out)]) == 0
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert list(frame.columns)[5:] == [
         f"{name} ({lang})" for lang in ("en", "de", "fr") for name in ("adv. BLEU", "±", "seeds")

@@ -24,11 +24,17 @@ from nmtvariants.errors import ConfigError
 from nmtvariants.evaluation.adversarial import summarize_adversarial
 from nmtvariants.evaluation.results import write_scores_json
 from nmtvariants.models import build_model, capture, model_config
+from nmtvariants.reporting.deviations import check_registry
 from nmtvariants.studies.libovicky2018 import (
+    DEVIATIONS,
+    TABLE_KEYS,
     System,
     adversarial_table,
     source_attention,
 )
+from nmtvariants.studies.libovicky2018_plan import TABLES
+
+by_key = {deviation.key: deviation for deviation in DEVIATIONS}
 
 # --- attention over sources ----------------------------------------------------------------------
 
@@ -172,7 +178,8 @@ def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_
     out = tmp_path / "tables" / "table1_mmt.md"
     code = main(
         [
-            "libovicky2018-table",
+            "libovicky2018-table", "--table", "table1_mmt",
+            "--condition", "untrained_image_features", "--condition", "standardised_image_features",
             "--system", "en-de:test=text-only baseline", "--clean", str(score_files["baseline"]),
             "--system", "en-de:test=flat", "--clean", str(score_files["flat"]),
             "--adversarial", f"2={score_files['summary']}",
@@ -189,7 +196,35 @@ def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_
         str(score_files["flat"]),
         str(score_files["summary"]),
     ]
-    assert out.read_text(encoding="utf-8").startswith("# Table 1\n")
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# Table 1\n")
+    # the deviations that apply to Table 1 under these conditions, after the notes, and no other
+    expected = ["meteor", "bpe", "untrained_image_features", "standardised_image_features"]
+    assert provenance["deviations"] == expected
+    deviations = text.split("**Deviations from the paper**\n\n", 1)[1]
+    assert deviations.splitlines() == [f"- {by_key[key].text}" for key in expected]
+    for key in set(by_key) - set(expected):  # Table 2's, and those of conditions not met
+        assert by_key[key].text not in text
+    assert "Meteor 1.5" in by_key["meteor"].text and "word-piece" in by_key["bpe"].text
+
+
+def test_table2_carries_the_multisource_deviations_and_not_the_image_ones(score_files, tmp_path):
+    out = tmp_path / "table2_multisource.md"
+    args = ["libovicky2018-table", "--table", "table2_multisource", "--condition", "multi30k_sources"]
+    args += ["--system", "en-cs:test=single-source baseline", "--clean", str(score_files["baseline"])]
+    assert main([*args, "--title", "Table 2", "--output", str(out)]) == 0
+    provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
+    assert provenance["deviations"] == ["meteor", "bpe", "baseline_vocabulary", "multi30k_sources"]
+    text = out.read_text(encoding="utf-8")
+    assert by_key["untrained_image_features"].text not in text
+    assert by_key["europarl_intersection"].text not in text
+    # a condition no deviation knows is a mistake, not a no-op
+    assert main([*args, "--condition", "imagenet", "--title", "T", "--output", str(out)]) == 2
+
+
+def test_deviation_registry_names_only_the_study_tables():
+    check_registry(DEVIATIONS, TABLE_KEYS)
+    assert TABLE_KEYS == TABLES  # the plan's tables
 
 
 # --- the workflow: each target plans only what it needs; the default DAG has them all ----------------
@@ -368,3 +403,31 @@ def test_only_the_offline_demo_standardises_its_untrained_features():
     assert IMAGE_DEFAULTS["standardise"] is False
     assert paper["image_features"].get("standardise", False) is False
     assert demo["weights"] == "random" and demo["standardise"] is True
+
+
+@pytest.mark.parametrize(
+    ("config_file", "table", "conditions"),
+    [
+        (
+            "config.yaml",
+            "table1_mmt",
+            ["toyworld", "untrained_image_features", "standardised_image_features"],
+        ),
+        ("config.yaml", "table2_multisource", ["toyworld"]),
+        ("experiments/libovicky2018.yaml", "table1_mmt", []),
+        ("experiments/libovicky2018.yaml", "table2_multisource", ["multi30k_sources", "europarl"]),
+        ("experiments/multi30k_libovicky2018.yaml", "table2_multisource", ["multi30k_sources"]),
+    ],
+)
+def test_plan_reports_the_deviation_conditions_its_config_meets(config_file, table, conditions):
+    """The ImageNet configuration of the paper meets none of Table 1's conditional deviations."""
+    from types import SimpleNamespace
+
+    from nmtvariants.config import with_defaults
+    from nmtvariants.studies.libovicky2018_plan import StudyPlan
+
+    config = yaml.safe_load((ROOT / config_file).read_text(encoding="utf-8"))
+    plan = StudyPlan(with_defaults(config, ROOT / "schemas" / "config.schema.yaml"), {}, {})
+    args = plan.table_conditions(SimpleNamespace(table=table))
+    assert args == [arg for condition in conditions for arg in ("--condition", condition)]
+    assert set(conditions) <= {deviation.when for deviation in DEVIATIONS}

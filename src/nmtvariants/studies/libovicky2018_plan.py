@@ -373,13 +373,38 @@ class StudyPlan:
         return inputs
 
     def table_args(self, wildcards: Any, input: Any) -> list[str]:
-        args = []
+        """The builder's arguments: the table, its deviation conditions, then each row's files."""
+        args = ["--table", wildcards.table, *self.table_conditions(wildcards)]
         for k, (e, p, v, t) in enumerate(self.systems(wildcards.table)):
             label = self.strategy(e, v) or BASELINE_LABELS[wildcards.table]
             args += ["--system", f"{p}:{t}={label}", "--clean", input[f"clean_{k}"]]
             if f"adversarial_{k}" in set(input.keys()):
                 args += ["--adversarial", f"{k + 1}={input[f'adversarial_{k}']}"]
         return args
+
+    def table_conditions(self, wildcards: Any) -> list[str]:
+        """``--condition`` arguments of the table builder: which of the study's conditional deviations
+        from the paper (studies/libovicky2018.py DEVIATIONS) the config's systems of this table meet."""
+        systems = self.systems(wildcards.table)
+        corpora = {self.experiments[e]["corpus"] for e, *_ in systems}
+        conditions = []
+        if any(self.is_toyworld(corpus) for corpus in corpora):
+            conditions.append("toyworld")
+        if wildcards.table == "table2_multisource":
+            if any("multi30k" in as_list(self.corpora[corpus]["source"]) for corpus in corpora):
+                conditions.append("multi30k_sources")
+            if any(corpus in self.europarl for corpus in corpora):
+                conditions.append("europarl")
+        if wildcards.table == "table1_mmt":
+            if self.images["weights"] == "random":
+                conditions.append("untrained_image_features")
+            if self.images["standardise"]:
+                conditions.append("standardised_image_features")
+            variants = [self.experiments[e]["variants"][v] or {} for e, _, v, _ in systems]
+            features = [(v.get("multi_source") or {}).get("features") or {} for v in variants]
+            if any(f.get("layer_norm") for f in features):
+                conditions.append("image_layer_norm")
+        return [arg for condition in conditions for arg in ("--condition", condition)]
 
     def table_notes(self, wildcards: Any) -> str:
         notes = (
@@ -406,6 +431,7 @@ class StudyPlan:
                     if weights == "random"
                     else f"{weights} (ImageNet)"
                 )
+                + (", standardised per region" if self.images["standardise"] else "")
                 + "."
             )
             toy = sorted({self.experiments[e]["corpus"] for e, *_ in self.systems("table1_mmt")})

@@ -113,8 +113,7 @@ def test_parameter_count_is_the_hand_computed_sum():
         + (2 + 1) * encoder_layer  # depths [2, 1]
         + 2 * norm  # each text encoder's final LayerNorm
         + CHANNELS * d
-        + d  # the feature projection (with bias)
-        + norm  # the LayerNorm on the projected features
+        + d  # the feature projection W f + b (no LayerNorm after it: the paper's image encoder)
         + 2 * decoder_layer
         + norm  # the decoder's final LayerNorm
     )
@@ -149,16 +148,35 @@ def test_shared_encoders_apply_one_encoder_to_each_source():
     assert not torch.allclose(first.states, second.states)  # the second encoder has its own weights
 
 
-def test_feature_memory_is_the_normalised_projection_with_no_padding():
+def test_feature_memory_is_the_papers_projection_with_no_padding():
+    """W f + b per region and nothing after it (the paper's and Neural Monkey's image encoder)."""
     model = make_model(TWO_PLUS_FEATURES)
     generator = torch.Generator().manual_seed(6)
     inputs, _ = batch_inputs(generator, 3)
     with torch.no_grad():
         memories = model.encode_inputs(inputs)
     assert len(memories) == 3
-    # LN(W f + b) per region, written out in float64 (gain and bias perturbed away from 1 and 0)
     encoder = model.feature_encoder
+    assert encoder.norm is None
+    d_model = SMALL["d_model"]
+    assert sum(p.numel() for p in encoder.parameters()) == CHANNELS * d_model + d_model
+    proj = encoder.proj
+    expected = inputs.features.double() @ proj.weight.double().T + proj.bias.double()
+    torch.testing.assert_close(memories[2].states.double(), expected, rtol=1e-5, atol=1e-5)
+    assert not memories[2].pad_mask.any()
+    # a float16 grid (as stored on disk) is read in the model's precision
     with torch.no_grad():
+        half = model.feature_encoder(inputs.features.half())
+    torch.testing.assert_close(half.states, memories[2].states, atol=1e-2, rtol=1e-2)
+
+
+def test_feature_memory_with_the_layer_norm_option_is_the_normalised_projection():
+    """``features.layer_norm: true`` (ours, not the paper's): LN(W f + b) per region."""
+    model = make_model({**TWO_PLUS_FEATURES, "features": {"channels": CHANNELS, "layer_norm": True}})
+    generator = torch.Generator().manual_seed(6)
+    inputs, _ = batch_inputs(generator, 3)
+    encoder = model.feature_encoder
+    with torch.no_grad():  # gain and bias perturbed away from 1 and 0
         encoder.norm.weight.uniform_(0.5, 1.5, generator=generator)
         encoder.norm.bias.uniform_(-0.5, 0.5, generator=generator)
         memories = model.encode_inputs(inputs)
@@ -168,11 +186,6 @@ def test_feature_memory_is_the_normalised_projection_with_no_padding():
     var = ((projected - mean) ** 2).mean(-1, keepdim=True)
     expected = (projected - mean) / torch.sqrt(var + norm.eps) * norm.weight.double() + norm.bias.double()
     torch.testing.assert_close(memories[2].states.double(), expected, rtol=1e-5, atol=1e-5)
-    assert not memories[2].pad_mask.any()
-    # a float16 grid (as stored on disk) is read in the model's precision
-    with torch.no_grad():
-        half = model.feature_encoder(inputs.features.half())
-    torch.testing.assert_close(half.states, memories[2].states, atol=1e-2, rtol=1e-2)
 
 
 # ---------------------------------------------------------------------------------------- forward
@@ -411,6 +424,8 @@ def test_strategy_options_are_declared_by_the_strategy():
         ({"sources": 2, "share_encoders": "yes"}, "share_encoders"),
         ({"features": {"channels": 0}}, "features"),
         ({"features": 6}, "features"),
+        ({"features": {"channels": 6, "layer_norm": "yes"}}, "layer_norm"),
+        ({"features": {"channels": 6, "norm": True}}, "features"),
         ({"sources": 0}, "sources"),
     ],
 )

@@ -17,7 +17,10 @@ from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 from nmtvariants.cli import main as cli_main
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import read_lines, write_lines
+from nmtvariants.reporting.deviations import check_registry
 from nmtvariants.studies.bugliarello2020 import (
+    DEVIATIONS,
+    TABLE_KEYS,
     ablation_table,
     gold_parse,
     hyphen_groups,
@@ -214,7 +217,7 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
         == 0
     )
     text = out.read_text(encoding="utf-8")
-    assert "Table 1" in text and "KyTea" in text
+    assert "Table 1" in text
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| toy")]
     assert [[cell.strip() for cell in row] for row in rows] == [
         ["toy en-de test", "Transformer", "transformer", "20.00", "", "", "", "n/a"],  # blank, not nan
@@ -229,6 +232,45 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
         entries[1]["scores"],
         entries[1]["significance"],
     ]
+
+
+def written_deviations(out: Path) -> list[str]:
+    """The keys of the deviations a table command wrote, checked against the markdown under the table."""
+    keys = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))["deviations"]
+    text = out.read_text(encoding="utf-8")
+    by_key = {deviation.key: deviation for deviation in DEVIATIONS}
+    assert text.split("**Deviations from the paper**\n\n", 1)[1].splitlines() == [
+        f"- {by_key[key].text}" for key in keys
+    ]
+    return keys
+
+
+def test_each_table_carries_the_deviations_of_its_systems_and_no_others(tmp_path):
+    """Stanza for CoreNLP and the two-sided bootstrap under Tables 1 and 3; the S&H labels, the
+    dependency linearisation and the Japanese tokenisers only where those systems or targets are."""
+    check_registry(DEVIATIONS, TABLE_KEYS)
+    plain = [
+        entry(tmp_path, "transformer", {}, 20.0),
+        entry(tmp_path, "pascal", {"pascal": {}}, 21.5, (1.5, 0.004)),
+    ]
+    full = [
+        *plain,
+        entry(tmp_path, "sh", {"sennrich_haddow": {}}, 20.5, (0.5, 0.3)),
+        {**entry(tmp_path, "mt", {}, 20.1, (0.1, 0.6)), "derived": "multitask"},
+        entry(tmp_path, "transformer", {}, 30.0, pair="en-ja", ribes=80.0),
+    ]
+    run = ["bugliarello2020-table", "--manifest"]
+    assert cli_main([*run, json.dumps(plain), "--table", "main", "--out", str(tmp_path / "a.md")]) == 0
+    assert written_deviations(tmp_path / "a.md") == ["stanza_parser", "two_sided_bootstrap"]
+    assert cli_main([*run, json.dumps(full), "--table", "main", "--out", str(tmp_path / "b.md")]) == 0
+    assert written_deviations(tmp_path / "b.md") == [
+        "stanza_parser", "ud_labels", "dependency_linearisation", "two_sided_bootstrap",
+        "japanese_tokenisation",
+    ]  # fmt: skip
+    ablation = [entry(tmp_path, "pascal", {"pascal": {}}, 21.5, (1.5, 0.004))]
+    assert cli_main([*run, json.dumps(ablation), "--table", "ablation", "--out", str(tmp_path / "c.md")]) == 0
+    assert written_deviations(tmp_path / "c.md") == ["stanza_parser", "two_sided_bootstrap"]
+    assert "CoreNLP" in (tmp_path / "c.md").read_text(encoding="utf-8")
 
 
 # --- what the study's targets plan ------------------------------------------------------------------

@@ -541,6 +541,43 @@ def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
     assert out.read_text(encoding="utf-8").startswith("# T2\n")
 
 
+def test_tables_carry_the_deviations_that_apply_to_them_and_no_others(tmp_path):
+    """Table 4 names the non-lexical module only when it has such a variant; the POS breakdown names
+    its taggers, the frequency breakdown does not; the BLEU tables have none."""
+    from nmtvariants.reporting.deviations import check_registry
+
+    check_registry(tables.DEVIATIONS, tables.TABLE_KEYS)
+    by_key = {deviation.key: deviation for deviation in tables.DEVIATIONS}
+    paths = []
+    for index, record in enumerate(RECORDS[:4]):
+        paths.append(str(tmp_path / f"{index}.scores.json"))
+        Path(paths[-1]).write_text(json.dumps(record), encoding="utf-8")
+
+    def written(*args: str) -> tuple[list[str], str]:
+        out = tmp_path / "table.md"
+        assert main([*args, "--title", "T", "--out", str(out)]) == 0
+        keys = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))["deviations"]
+        return keys, out.read_text(encoding="utf-8")
+
+    lexical = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}}}
+    keys, text = written("emelin2019-variants", "--scores", *paths, "--switches", json.dumps(lexical))
+    assert keys == [] and "Deviations from the paper" not in text
+    non_lexical = {
+        "baseline": {},
+        "lexical": {"shortcuts": {"kind": "feature_fusion", "source": "n_minus_2"}},
+    }
+    keys, text = written("emelin2019-variants", "--scores", *paths, "--switches", json.dumps(non_lexical))
+    assert keys == ["non_lexical_shortcuts"]
+    assert text.endswith(f"- {by_key['non_lexical_shortcuts'].text}\n")
+    probes = tmp_path / "probes.csv"
+    probe_rows().to_csv(probes, index=False)
+    keys, text = written("emelin2019-probes", "--csv", str(probes), "--group-kind", "pos")
+    assert keys == ["pos_tags"] and "TreeTagger" in text
+    keys, text = written("emelin2019-probes", "--csv", str(probes), "--group-kind", "frequency_bin")
+    assert keys == [] and by_key["pos_tags"].text not in text
+    assert written("emelin2019-bleu", "--scores", *paths)[0] == []
+
+
 # --- the workflow ----------------------------------------------------------------------------------------
 
 TABLES = [

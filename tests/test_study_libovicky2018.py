@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from model_fixtures import single_thread
+from workflow_configs import REPO as ROOT
 from workflow_configs import dry_run_jobs, snakemake
 
 from nmtvariants.cli import main
@@ -22,11 +24,17 @@ from nmtvariants.errors import ConfigError
 from nmtvariants.evaluation.adversarial import summarize_adversarial
 from nmtvariants.evaluation.results import write_scores_json
 from nmtvariants.models import build_model, capture, model_config
+from nmtvariants.reporting.deviations import check_registry
 from nmtvariants.studies.libovicky2018 import (
+    DEVIATIONS,
+    TABLE_KEYS,
     System,
     adversarial_table,
     source_attention,
 )
+from nmtvariants.studies.libovicky2018_plan import TABLES
+
+by_key = {deviation.key: deviation for deviation in DEVIATIONS}
 
 # --- attention over sources ----------------------------------------------------------------------
 
@@ -170,7 +178,8 @@ def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_
     out = tmp_path / "tables" / "table1_mmt.md"
     code = main(
         [
-            "libovicky2018-table",
+            "libovicky2018-table", "--table", "table1_mmt", "--condition", "nltk_meteor",
+            "--condition", "untrained_image_features", "--condition", "standardised_image_features",
             "--system", "en-de:test=text-only baseline", "--clean", str(score_files["baseline"]),
             "--system", "en-de:test=flat", "--clean", str(score_files["flat"]),
             "--adversarial", f"2={score_files['summary']}",
@@ -187,7 +196,36 @@ def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_
         str(score_files["flat"]),
         str(score_files["summary"]),
     ]
-    assert out.read_text(encoding="utf-8").startswith("# Table 1\n")
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# Table 1\n")
+    # the deviations that apply to Table 1 under these conditions, after the notes, and no other
+    expected = ["meteor", "bpe", "untrained_image_features", "standardised_image_features"]
+    assert provenance["deviations"] == expected
+    deviations = text.split("**Deviations from the paper**\n\n", 1)[1]
+    assert deviations.splitlines() == [f"- {by_key[key].text}" for key in expected]
+    for key in set(by_key) - set(expected):  # Table 2's, and those of conditions not met
+        assert by_key[key].text not in text
+    assert "Meteor 1.5" in by_key["meteor"].text and "word-piece" in by_key["bpe"].text
+
+
+def test_table2_carries_the_multisource_deviations_and_not_the_image_ones(score_files, tmp_path):
+    out = tmp_path / "table2_multisource.md"
+    args = ["libovicky2018-table", "--table", "table2_multisource", "--condition", "nltk_meteor"]
+    args += ["--condition", "multi30k_sources"]
+    args += ["--system", "en-cs:test=single-source baseline", "--clean", str(score_files["baseline"])]
+    assert main([*args, "--title", "Table 2", "--output", str(out)]) == 0
+    provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
+    assert provenance["deviations"] == ["meteor", "bpe", "baseline_vocabulary", "multi30k_sources"]
+    text = out.read_text(encoding="utf-8")
+    assert by_key["untrained_image_features"].text not in text
+    assert by_key["europarl_intersection"].text not in text
+    # a condition no deviation knows is a mistake, not a no-op
+    assert main([*args, "--condition", "imagenet", "--title", "T", "--output", str(out)]) == 2
+
+
+def test_deviation_registry_names_only_the_study_tables():
+    check_registry(DEVIATIONS, TABLE_KEYS)
+    assert TABLE_KEYS == TABLES  # the plan's tables
 
 
 # --- the workflow: each target plans only what it needs; the default DAG has them all ----------------
@@ -310,3 +348,99 @@ def test_join_labels_one_line_per_series_and_memory(tmp_path):
     joined = pd.read_csv(out)
     assert joined["label"].tolist() == ["MMT: en", "MMT: image", "MS: en", "MS: fr"]
     assert joined["share"].tolist() == [0.25, 0.75, 0.5, 0.5]
+
+
+# --- the paper's image encoder in the study's configs --------------------------------------------
+
+
+def feature_models(config_file: str) -> list[tuple[str, object]]:
+    """(experiment/variant, model built on the meta device) of every libovicky2018 variant with
+    image features in a config file, built as the trainer builds it (run config -> model config)."""
+    from nmtvariants.training.train_config import parse_run_config
+
+    config = yaml.safe_load((ROOT / config_file).read_text(encoding="utf-8"))
+    built = []
+    for name, spec in config["experiments"].items():
+        if spec.get("study") != "libovicky2018":
+            continue
+        for variant_name, variant in spec["variants"].items():
+            if "features" not in ((variant or {}).get("multi_source") or {}):
+                continue
+            raw = {"data": {"train_src": "-", "train_tgt": "-", "vocab": "-"}, "model": spec["model"]}
+            run = parse_run_config({**raw, "variant": dict(variant), "train": spec["train"]})
+            overrides = {key: value for key, value in run.model.items() if key != "preset"}
+            with torch.device("meta"):
+                model = build_model(model_config(run.model.get("preset", "base"), overrides, run.variant), 8)
+            built.append((f"{name}/{variant_name}", model))
+    return built
+
+
+@pytest.mark.parametrize(
+    "config_file",
+    ["experiments/libovicky2018.yaml", "experiments/multi30k_libovicky2018.yaml", "config.yaml"],
+)
+def test_configs_build_the_papers_image_encoder_a_projection_with_no_layer_norm(config_file):
+    """§4.1: "a linear projection into 512 dimensions" (Neural Monkey's SpatialFiller): W f + b and
+    nothing after it. (experiments/multi30k_libovicky2018.yaml has no images: nothing to build.)"""
+    built = feature_models(config_file)
+    if config_file != "experiments/multi30k_libovicky2018.yaml":
+        assert built, f"{config_file}: no multimodal variant"
+    for label, model in built:
+        encoder = model.feature_encoder
+        assert not any(isinstance(m, torch.nn.LayerNorm) for m in encoder.modules()), label
+        channels, d_model = encoder.channels, model.cfg.d_model
+        assert sum(p.numel() for p in encoder.parameters()) == channels * d_model + d_model, label
+        if config_file == "experiments/libovicky2018.yaml":
+            assert (channels, d_model) == (2048, 512), label  # ResNet-50's last block -> 512
+
+
+def test_only_the_offline_demo_standardises_its_untrained_features():
+    """The paper's configs feed the ImageNet ResNet's raw features to the projection; the demo's
+    untrained ResNet standardises them at extraction (a deviation its Table 1 lists)."""
+    from nmtvariants.studies.libovicky2018_plan import IMAGE_DEFAULTS
+
+    demo = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["image_features"]
+    paper = yaml.safe_load((ROOT / "experiments/libovicky2018.yaml").read_text(encoding="utf-8"))
+    assert IMAGE_DEFAULTS["standardise"] is False
+    assert paper["image_features"].get("standardise", False) is False
+    assert demo["weights"] == "random" and demo["standardise"] is True
+
+
+@pytest.mark.parametrize(
+    ("config_file", "table", "conditions"),
+    [
+        (
+            "config.yaml",
+            "table1_mmt",
+            ["nltk_meteor", "toyworld", "untrained_image_features", "standardised_image_features"],
+        ),
+        ("config.yaml", "table2_multisource", ["nltk_meteor", "toyworld"]),
+        ("experiments/libovicky2018.yaml", "table1_mmt", ["nltk_meteor"]),
+        (
+            "experiments/libovicky2018.yaml",
+            "table2_multisource",
+            ["nltk_meteor", "multi30k_sources", "europarl"],
+        ),
+        (
+            "experiments/multi30k_libovicky2018.yaml",
+            "table2_multisource",
+            ["nltk_meteor", "multi30k_sources"],
+        ),
+        ("meteor 1.5 + experiments/libovicky2018.yaml", "table1_mmt", []),
+    ],
+)
+def test_plan_reports_the_deviation_conditions_its_config_meets(config_file, table, conditions):
+    """The ImageNet configuration of the paper, scored with Meteor 1.5, meets none of Table 1's
+    conditional deviations."""
+    from types import SimpleNamespace
+
+    from nmtvariants.config import with_defaults
+    from nmtvariants.studies.libovicky2018_plan import StudyPlan
+
+    config = yaml.safe_load((ROOT / config_file.removeprefix("meteor 1.5 + ")).read_text(encoding="utf-8"))
+    if config_file.startswith("meteor 1.5 + "):
+        config["meteor"] = {"home": "meteor-1.5"}
+    plan = StudyPlan(with_defaults(config, ROOT / "schemas" / "config.schema.yaml"), {}, {})
+    args = plan.table_conditions(SimpleNamespace(table=table))
+    assert args == [arg for condition in conditions for arg in ("--condition", condition)]
+    assert set(conditions) <= {deviation.when for deviation in DEVIATIONS}

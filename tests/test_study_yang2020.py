@@ -25,7 +25,10 @@ from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import InputError
 from nmtvariants.models import build_model, model_config
 from nmtvariants.models.config import study_overrides
+from nmtvariants.reporting.deviations import check_registry
 from nmtvariants.studies.yang2020 import (
+    DEVIATIONS,
+    TABLE_KEYS,
     SpeedSettings,
     System,
     aer_figure_rows,
@@ -224,6 +227,39 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
     provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
     assert [s["path"] for s in provenance["sources"]] == [e["scores"] for e in entries]
     assert out.read_text(encoding="utf-8").startswith("# Yang et al. (2020) Table 1")
+
+
+def test_tables_carry_their_deviations_from_the_paper_and_no_others(tmp_path):
+    """Checkpoint averaging under every BLEU table, the missing Chinese segmentation only where a pair
+    has Chinese, the gold sets under the AER table only."""
+    from nmtvariants.studies.yang2020_cli import TABLES
+
+    check_registry(DEVIATIONS, TABLE_KEYS)
+    assert tuple(TABLES) == TABLE_KEYS  # the command's kinds
+
+    by_key = {deviation.key: deviation for deviation in DEVIATIONS}
+
+    def written(kind: str, pair: str) -> tuple[list[str], str]:
+        entries = [{"system": system("standard", pair=pair).__dict__, "testset": "test",
+                    "scores": str(score_file(tmp_path / f"{pair}.json", 30.0, 55.0))}]  # fmt: skip
+        out = tmp_path / f"{kind}-{pair}.md"
+        assert (
+            main(["yang2020-table", "--kind", kind, "--entries", json.dumps(entries), "--out", str(out)]) == 0
+        )
+        keys = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))["deviations"]
+        return keys, out.read_text(encoding="utf-8")
+
+    keys, text = written("layouts", "en-de")
+    assert keys == ["checkpoint_average"]
+    assert text.endswith(f"**Deviations from the paper**\n\n- {by_key['checkpoint_average'].text}\n")
+    assert by_key["chinese_segmentation"].text not in text and by_key["aer_gold"].text not in text
+    assert written("depth", "en-zh")[0] == ["checkpoint_average", "chinese_segmentation"]
+    toy = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
+           "gold": "own", "corpus": "toyworld"}  # fmt: skip
+    out = tmp_path / "layer_aer.md"
+    assert main(["yang2020-table", "--kind", "aer", "--entries", json.dumps([toy]), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert by_key["aer_gold"].text in text and by_key["checkpoint_average"].text not in text
 
 
 def layer_csv(path: Path, aers: list[float]) -> Path:

@@ -135,6 +135,23 @@ def test_random_weights_are_the_documented_fixed_seed_initialisation(split, tmp_
     assert meta["weights"] == "random" and meta["imagenet"] is False and meta["seed"] == 7
 
 
+def test_standardised_features_are_the_raw_ones_per_region_to_mean_0_variance_1(split, tmp_path):
+    """``--standardise region``: each region's vector of the raw features, shifted and scaled over its
+    channels; the default keeps the raw features (the paper's) and the metadata says which."""
+    folder, listing, _ = split
+    assert run(folder, listing, tmp_path / "raw.npy", "--seed", "7") == 0
+    assert run(folder, listing, tmp_path / "std.npy", "--seed", "7", "--standardise", "region") == 0
+    raw = np.load(tmp_path / "raw.npy").astype(np.float64)
+    standardised = np.load(tmp_path / "std.npy").astype(np.float64)
+    assert raw.min() >= 0 and np.linalg.norm(raw, axis=-1).mean() > 10  # an untrained ResNet's scale
+    np.testing.assert_allclose(standardised.mean(-1), 0, atol=1e-2)
+    np.testing.assert_allclose(standardised.std(-1), 1, atol=1e-2)
+    expected = (raw - raw.mean(-1, keepdims=True)) / raw.std(-1, keepdims=True)
+    np.testing.assert_allclose(standardised, expected, atol=2e-2)
+    assert json.loads((tmp_path / "raw.json").read_text())["standardise"] == "none"
+    assert json.loads((tmp_path / "std.json").read_text())["standardise"] == "region"
+
+
 def test_missing_weights_file_says_exactly_what_to_fetch(split, tmp_path, capsys):
     folder, listing, _ = split
     missing = tmp_path / "weights" / "resnet18.pth"

@@ -62,6 +62,7 @@ rule libovicky2018_image_features:
         weights=lambda wc: LIBOVICKY2018.image_setting(wc, "weights"),
         size=lambda wc: LIBOVICKY2018.image_setting(wc, "size"),
         batch=lambda wc: LIBOVICKY2018.image_setting(wc, "batch_size"),
+        standardise=lambda wc: LIBOVICKY2018.image_setting(wc, "standardise"),
         seed=config["seed"],
     shell:
         "(nmtvariants libovicky2018-images --images {params.images:q} --list {params.list:q} && "
@@ -69,6 +70,7 @@ rule libovicky2018_image_features:
             "image-features --images {params.images:q} --list {params.list:q}"
             " --output {output.npy:q} --depth {params.depth:q} --weights {params.weights:q}"
             " --size {params.size:q} --batch-size {params.batch:q} --seed {params.seed:q}"
+            " --standardise {params.standardise:q}"
         )
         + ") > {log:q} 2>&1"
 

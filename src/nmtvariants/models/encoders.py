@@ -67,28 +67,34 @@ def run_text_encoder(
 
 
 class FeatureEncoder(nn.Module):
-    """``LN(W f + b)``: a per-position linear projection of a feature grid [B, R, C] to d_model, then a
-    LayerNorm; every position is real.
+    """``W f + b``: a per-position linear projection of a feature grid [B, R, C] to d_model; every
+    position is real. With ``layer_norm`` (``multi_source.features.layer_norm: true``), ``LN(W f + b)``.
 
-    The projection is Neural Monkey's ``SpatialFiller`` (seed brief §4.3): a 1x1 convolution with bias
-    over the flattened image regions, no positional signal, no self-attention among the regions.
+    The projection is the paper's ("a linear projection into 512 dimensions") and Neural Monkey's
+    ``SpatialFiller`` (seed brief §4.3): a 1x1 convolution with bias over the flattened image regions,
+    no normalisation after it, no positional signal, no self-attention among the regions. The image
+    states are therefore *not* put on the text states' scale, which is what the paper's account of the
+    flat strategy's weak multimodal result turns on ("the optimization failed to find a common
+    representation of the input modalities"): the flat strategy's shared keys must learn it.
 
-    The LayerNorm is ours. Every text memory leaves its encoder through a LayerNorm (pre-norm: the
-    final one; post-norm: the last Add&Norm), so its states have unit scale per position. ResNet's
-    last block is a ReLU output: all positive, with a large common component (the random-weight
-    ResNet-18 of the offline demo gives vectors of norm ~100; ImageNet ResNets differ per depth and
-    layer), so the projected grid is several times the scale of the text states. Under the flat
-    strategy's shared keys that puts nearly all the attention mass on the few image regions at every
-    query, the text positions get almost no gradient, and the model never learns to translate (the
-    demo's flat run: valid loss rising 4.27 -> 4.56, BLEU 0). Normalising here puts the feature memory
-    on the text memories' scale for every strategy and any extractor, without a per-corpus statistic.
+    The LayerNorm is ours, off by default, and a deviation from the paper when on. Every text memory
+    leaves its encoder through a LayerNorm, so its states have unit scale per position; ResNet's last
+    block is a ReLU output with a large common component (the random-weight ResNet-18 of the offline
+    demo gives vectors of norm ~100), so without any scaling the projected grid is several times the
+    scale of the text states and under the flat strategy's shared keys takes nearly all the attention
+    mass at every query (the demo's flat run before any scaling: valid loss rising 4.27 -> 4.56, BLEU
+    0). The offline demo standardises its untrained ResNet's features at extraction instead
+    (``image_features.standardise``, :mod:`nmtvariants.vision.features`), which keeps this encoder the
+    paper's; the LayerNorm stays an explicit option for feature grids that cannot be re-extracted.
     """
 
-    def __init__(self, channels: int, d_model: int, hooks: HookState, eps: float = 1e-5):
+    def __init__(
+        self, channels: int, d_model: int, hooks: HookState, eps: float = 1e-5, layer_norm: bool = False
+    ):
         super().__init__()
         self.channels = channels
         self.proj = nn.Linear(channels, d_model)
-        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.norm = nn.LayerNorm(d_model, eps=eps) if layer_norm else None
         self.hooks = hooks
 
     def forward(self, features: torch.Tensor) -> Memory:
@@ -98,7 +104,9 @@ class FeatureEncoder(nn.Module):
                 f"multi_source.features.channels), got shape {list(features.shape)}; give features "
                 "with that many channels or a model built for them"
             )
-        states = self.norm(self.proj(features.to(self.proj.weight.dtype)))
+        states = self.proj(features.to(self.proj.weight.dtype))
+        if self.norm is not None:
+            states = self.norm(states)
         recorder = self.hooks.recorder
         if recorder is not None:
             recorder.put("features.output", states)

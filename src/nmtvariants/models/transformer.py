@@ -60,7 +60,11 @@ class Transformer(nn.Module):
         )
         channels = self.multi_source.feature_channels
         self.feature_encoder = (
-            None if channels is None else FeatureEncoder(channels, d, self.hooks, cfg.layer_norm_eps)
+            None
+            if channels is None
+            else FeatureEncoder(
+                channels, d, self.hooks, cfg.layer_norm_eps, self.multi_source.feature_layer_norm
+            )
         )
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(cfg, self.hooks, i, layout, self.n_memories) for i in range(cfg.decoder_layers)

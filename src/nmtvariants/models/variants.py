@@ -171,7 +171,8 @@ class MultiSource:
 
     ``encoder_layers``: depth of each text encoder (source order); ``feature_channels``: C of the
     feature grid [B, R, C] when there is a feature encoder (its memory comes after the text ones);
-    ``options``: the strategy's own keys.
+    ``feature_layer_norm``: a LayerNorm after the feature projection (ours, not the paper's; off by
+    default, models/encoders.py); ``options``: the strategy's own keys.
     """
 
     strategy: str = "serial"
@@ -179,6 +180,7 @@ class MultiSource:
     share_encoders: bool = False
     encoder_layers: tuple[int, ...] = ()
     feature_channels: int | None = None
+    feature_layer_norm: bool = False
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -190,8 +192,9 @@ def multi_source(variant: dict[str, Any], default_layers: int = 6) -> MultiSourc
     """Parse and check ``variant.multi_source``; ``default_layers``: the model's ``encoder_layers``.
 
     ``{strategy: serial, sources: N, share_encoders: false, encoder_layers: [6, 2],
-    features: {channels: C}, <the strategy's own keys>}``. ``encoder_layers`` (an int or one int per
-    source) overrides the model's depth for the text encoders; shared encoders have one depth.
+    features: {channels: C, layer_norm: false}, <the strategy's own keys>}``. ``encoder_layers`` (an
+    int or one int per source) overrides the model's depth for the text encoders; shared encoders have
+    one depth.
     """
     key = "model.variant.multi_source"
     options = variant.get("multi_source") or {}
@@ -231,19 +234,23 @@ def multi_source(variant: dict[str, Any], default_layers: int = 6) -> MultiSourc
     if share and len(set(depths)) > 1:
         raise ConfigError(f"{key}.encoder_layers: shared encoders have one depth, got {layers!r}")
     features = options.get("features")
-    channels = None
+    channels, layer_norm = None, False
     if features is not None:
         channels = features.get("channels") if isinstance(features, dict) else None
+        layer_norm = features.get("layer_norm", False) if isinstance(features, dict) else False
         if (
             not isinstance(features, dict)
-            or set(features) != {"channels"}
+            or "channels" not in features
+            or not set(features) <= {"channels", "layer_norm"}
             or not isinstance(channels, int)
             or isinstance(channels, bool)
             or channels < 1
+            or not isinstance(layer_norm, bool)
         ):
             raise ConfigError(
                 f"{key}.features: expected {{channels: C}} with C the feature grid's positive channel "
-                f"count, got {features!r}"
+                f"count (and optionally layer_norm: true, a LayerNorm after the projection that the "
+                f"paper does not have), got {features!r}"
             )
     return MultiSource(
         strategy=strategy,
@@ -251,6 +258,7 @@ def multi_source(variant: dict[str, Any], default_layers: int = 6) -> MultiSourc
         share_encoders=share,
         encoder_layers=tuple(depths),
         feature_channels=channels,
+        feature_layer_norm=layer_norm,
         options={k: v for k, v in options.items() if k in own},
     )
 

@@ -1,5 +1,8 @@
 """Writing result tables: one pandas DataFrame -> a markdown table, a CSV and a provenance record.
 
+Under the table and its notes, the markdown carries the table's "Deviations from the paper"
+(:mod:`nmtvariants.reporting.deviations`), and the provenance record their keys.
+
 The provenance record ``<stem>.provenance.json`` says which code wrote the table and, for each
 file the table was built from, the commit that computed it and its sacreBLEU signatures. Library
 edits never re-run jobs, so the report must show these -- the table's own commits -- rather than
@@ -18,6 +21,7 @@ import pandas as pd
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.provenance import provenance
+from nmtvariants.reporting.deviations import Deviation, deviations_markdown
 from nmtvariants.reporting.results import metric_label, score_signatures
 
 
@@ -57,10 +61,16 @@ def source_record(path: PathLike) -> dict[str, Any]:
 
 
 def write_table(
-    frame: pd.DataFrame, md_path: PathLike, title: str, notes: str = "", sources: Sequence[PathLike] = ()
+    frame: pd.DataFrame,
+    md_path: PathLike,
+    title: str,
+    notes: str = "",
+    sources: Sequence[PathLike] = (),
+    deviations: Sequence[Deviation] = (),
 ) -> None:
-    """Write ``frame`` as ``md_path`` (markdown, with a title and notes), the same stem as CSV, and
-    the provenance record of the table and of ``sources`` (the files it was built from)."""
+    """Write ``frame`` as ``md_path`` (markdown, with a title, notes and the ``deviations`` from the
+    paper that apply to it), the same stem as CSV, and the provenance record of the table and of
+    ``sources`` (the files it was built from)."""
     md_path = Path(md_path)
     with atomic_write(md_path.with_suffix(".csv")) as out:
         frame.to_csv(out, index=False)
@@ -68,6 +78,7 @@ def write_table(
         "title": title,
         "written_by": provenance(),
         "sources": [source_record(source) for source in sources],
+        "deviations": [deviation.key for deviation in deviations],
     }
     with atomic_write(provenance_path(md_path)) as out:
         json.dump(record, out, indent=2, sort_keys=True, ensure_ascii=False)
@@ -78,3 +89,5 @@ def write_table(
         out.write("\n")
         if notes:
             out.write(f"\n{notes.strip()}\n")
+        if deviations:
+            out.write(f"\n{deviations_markdown(deviations)}\n")

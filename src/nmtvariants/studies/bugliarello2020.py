@@ -27,7 +27,8 @@ Figure 2 (BLEU by source-length bucket, one bar group per system) and :func:`abl
 ``significance``, ``bleu-by-length``) through a *manifest*: one entry per (task, system) with the file
 paths and the variant's switches, which the study's rules build from the config.
 
-Where our evaluation differs from the authors' (seed brief §2.8): their bootstrap is one-sided with a
+Where our evaluation differs from the authors' (seed brief §2.8; :data:`DEVIATIONS` has the text the
+tables carry): their bootstrap is one-sided with a
 shifted null (seed 1234), ours is sacreBLEU's two-sided paired bootstrap (1,000 samples, the seed in the
 JSON); both mark p < 0.01 (‡). Their Japanese BLEU and RIBES re-tokenise with KyTea, ours with MeCab
 (sacreBLEU's ``ja-mecab``; RIBES through the same tokenizer), so EN-JA numbers are not comparable with
@@ -45,6 +46,7 @@ import pandas as pd
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
+from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.syntax.conllu import Sentence, Word, parse_conllu, validate_tree, write_conllu
 from nmtvariants.syntax.parents import unescape_moses
 from nmtvariants.text.clean import read_kept
@@ -62,6 +64,58 @@ ROLES = (
     ("lisa", "+LISA"),
     ("pascal", "+PASCAL"),
 )
+
+
+TABLE_KEYS = ("main", "ablation", "parser")  # Table 1, Table 3, the parser table
+# Every known difference from the paper behind the study's tables (reporting/deviations.py). ``when``:
+# a condition table_conditions finds in a table's manifest.
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "stanza_parser",
+        TABLE_KEYS,
+        "Source parses: Stanza's dependency parser trained offline by `nmtvariants stanza-train` "
+        "(no pretrained word vectors or character LM), or a corpus's own gold trees (toyworld); the "
+        "authors parsed with CoreNLP.",
+    ),
+    Deviation(
+        "ud_labels",
+        ("main",),
+        "+S&H: each sub-word's feature is its word's universal UD relation (subtypes dropped: "
+        "`nmod:poss` -> `nmod`); the authors used CoreNLP's labels.",
+        when="sennrich_haddow",
+    ),
+    Deviation(
+        "dependency_linearisation",
+        ("main",),
+        "+multi-task: the parse targets linearise the source's *dependency* tree (one bracket per word, "
+        "opened by its relation; nmtvariants.syntax.linearize); the authors linearised a CoreNLP "
+        "constituency parse.",
+        when="multitask",
+    ),
+    Deviation(
+        "two_sided_bootstrap",
+        ("main", "ablation"),
+        "‡ comes from sacreBLEU's two-sided paired bootstrap (1,000 samples); the authors used a "
+        "one-sided bootstrap with a shifted null (seed 1234).",
+    ),
+    Deviation(
+        "japanese_tokenisation",
+        ("main",),
+        "Japanese: Moses-tokenised before BPE (the authors: CaboCha), and BLEU and RIBES re-tokenise with "
+        "MeCab (sacreBLEU's ja-mecab; the authors: KyTea), so EN-JA numbers are not comparable with the "
+        "paper's to the decimal.",
+        when="japanese",
+    ),
+)
+
+
+def table_conditions(entries: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The conditions of the conditional deviations that a table's manifest meets: the systems it has
+    (by :func:`role`) and a Japanese target."""
+    conditions = {role(entry.get("switches"), entry.get("derived")) for entry in entries}
+    if any(str(entry.get("pair", "")).endswith("-ja") for entry in entries):
+        conditions.add("japanese")
+    return conditions
 
 
 # --- gold trees on the preprocessed tokens ------------------------------------------------------

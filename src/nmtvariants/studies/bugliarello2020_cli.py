@@ -19,12 +19,15 @@ from typing import Any
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
+from nmtvariants.reporting.deviations import applicable
 from nmtvariants.reporting.tables import write_table
 from nmtvariants.studies.bugliarello2020 import (
+    DEVIATIONS,
     ablation_table,
     length_rows,
     main_table,
     parser_table,
+    table_conditions,
     write_gold_parse,
 )
 
@@ -34,11 +37,9 @@ TITLES = {
 }
 NOTES = {
     "main": (
-        "‡: p < 0.01 against the task's Transformer (sacreBLEU's two-sided paired bootstrap, 1,000 "
-        "samples; the authors used a one-sided shifted-null bootstrap). delta: BLEU difference from the "
+        "‡: p < 0.01 against the task's Transformer (paired bootstrap). delta: BLEU difference from the "
         "Transformer; p: the test's p-value (4 decimals in the CSV). RIBES is reported for Japanese "
-        "targets only (the paper's EN-JA column), tokenised with MeCab where the authors used KyTea; "
-        "n/a elsewhere."
+        "targets only (the paper's EN-JA column); n/a elsewhere."
     ),
     "ablation": (
         "PASCAL variants only; delta and ‡ (p < 0.01) against the task's Transformer. The paper reports "
@@ -76,6 +77,7 @@ def run_table(args: argparse.Namespace) -> int:
         TITLES[args.table],
         NOTES[args.table],
         sources=_files(entries, "scores", "significance"),
+        deviations=applicable(DEVIATIONS, args.table, table_conditions(entries)),
     )
     return 0
 
@@ -92,7 +94,9 @@ PARSER_NOTE = (
 
 
 def run_parser_table(args: argparse.Namespace) -> int:
-    write_table(parser_table(args.scores), args.out, PARSER_TITLE, PARSER_NOTE, sources=args.scores)
+    frame = parser_table(args.scores)
+    deviations = applicable(DEVIATIONS, "parser")
+    write_table(frame, args.out, PARSER_TITLE, PARSER_NOTE, sources=args.scores, deviations=deviations)
     return 0
 
 

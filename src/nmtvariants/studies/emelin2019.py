@@ -28,6 +28,7 @@ import pandas as pd
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
+from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.syntax.conllu import Sentence
 from nmtvariants.syntax.dep_labels import bpe_word_spans, head_word, surface_tokens
 from nmtvariants.text.subword_map import word_ids
@@ -36,6 +37,35 @@ from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-
 MEAN = "mean"
 BLEU, TOK_BLEU = "BLEU", "tok. BLEU"
 SHORTCUT_OPTIONS = ("kind", "self_attention", "cross_attention", "source", "wiring")
+# The study's table commands (emelin2019_cli.py): bleu writes Tables 1-3, variants Table 4, params
+# Table 5, probes the probe breakdowns.
+TABLE_KEYS = ("bleu", "variants", "params", "bootstrap", "probes", "gates", "contrawsd")
+# Every known difference from the paper behind the study's tables (reporting/deviations.py). ``when``:
+# a condition the table command finds in its inputs.
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "non_lexical_shortcuts",
+        ("variants",),
+        "Non-lexical shortcuts: the published code's option never reaches its n-2 module, so the paper's "
+        "row comes from unpublished settings; this row is the module the paper describes (feature-fusion "
+        "with inputs [H_{n-2}; H_{n-1}]; layer 1 [E; E], layer 2 [E; H_1]).",
+        when="non_lexical",
+    ),
+    Deviation(
+        "pos_tags",
+        ("probes",),
+        "POS tags: the source side's from its CoNLL-U parse (toyworld: its generated gold trees), the "
+        "target side's from toyworld's generated word tags, each word's tag on all its sub-words; the "
+        "paper projected TreeTagger's tags onto the sub-words.",
+        when="pos",
+    ),
+)
+
+
+def variant_conditions(switches: Mapping[str, Mapping[str, Any] | None]) -> set[str]:
+    """The conditions of the conditional deviations that Table 4's variants meet (non-lexical ones)."""
+    sources = {((options or {}).get("shortcuts") or {}).get("source") for options in switches.values()}
+    return {"non_lexical"} if "n_minus_2" in sources else set()
 
 
 # --- Tables 1 and 2: BLEU ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import pandas as pd
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import atomic_write, read_lines, write_lines
+from nmtvariants.reporting.deviations import Deviation, applicable
 from nmtvariants.reporting.tables import write_table
 from nmtvariants.studies import emelin2019 as tables
 from nmtvariants.syntax.conllu import read_conllu
@@ -50,6 +51,11 @@ def _read_json(path: Path) -> dict:
         raise InputError(f"{path}:{error.lineno}: invalid JSON ({error.msg})") from None
 
 
+def _deviations(table: str, conditions: set[str] | None = None) -> list[Deviation]:
+    """The study's deviations from the paper (emelin2019.DEVIATIONS) that apply to ``table``."""
+    return applicable(tables.DEVIATIONS, table, conditions or set())
+
+
 def _bleu_frame(args: argparse.Namespace) -> pd.DataFrame:
     records = [read_scores_json(path) for path in args.scores]
     frame = tables.bleu_table(records, args.variants)
@@ -68,7 +74,7 @@ def run_bleu(args: argparse.Namespace) -> int:
         "against the tokenised reference (the paper's second figure). `mean`: the unweighted mean over "
         "the test sets."
     )
-    write_table(_bleu_frame(args), args.out, args.title, notes, args.scores)
+    write_table(_bleu_frame(args), args.out, args.title, notes, args.scores, _deviations("bleu"))
     return 0
 
 
@@ -79,7 +85,8 @@ def run_variants(args: argparse.Namespace) -> int:
         raise ConfigError(f"--switches: not valid JSON ({error.msg} at character {error.pos})") from None
     frame = tables.variants_table(_bleu_frame(args), switches, args.baseline)
     notes = f"Mean over the test sets; Δ BLEU: sacreBLEU difference to `{args.baseline}`."
-    write_table(frame, args.out, args.title, notes, args.scores)
+    deviations = _deviations("variants", tables.variant_conditions(switches))
+    write_table(frame, args.out, args.title, notes, args.scores, deviations)
     return 0
 
 
@@ -96,7 +103,7 @@ def run_params(args: argparse.Namespace) -> int:
         f"tokens per second over each run's train_log.csv, relative to `{args.baseline}`; runs that "
         "shared the machine with other jobs are slowed by them, so compare runs trained side by side."
     )
-    write_table(frame, args.out, args.title, notes, [*counts.values(), *logs.values()])
+    write_table(frame, args.out, args.title, notes, [*counts.values(), *logs.values()], _deviations("params"))
     return 0
 
 
@@ -117,7 +124,8 @@ def run_bootstrap(args: argparse.Namespace) -> int:
         "not the methods; run-to-run variation of a few tenths of BLEU is not in them. The CSV beside this "
         "table has the p-values to full precision."
     )
-    write_table(frame, args.out, args.title, notes, [tables.label_of(spec)[1] for spec in args.result])
+    sources = [tables.label_of(spec)[1] for spec in args.result]
+    write_table(frame, args.out, args.title, notes, sources, _deviations("bootstrap"))
     return 0
 
 
@@ -130,14 +138,15 @@ def run_probes(args: argparse.Namespace) -> int:
         frame = frame.astype(object).where(frame.notna(), None)
     if args.note:
         notes += f" {args.note}"
-    write_table(frame, args.out, args.title, notes, args.csv)
+    deviations = _deviations("probes", {args.group_kind})
+    write_table(frame, args.out, args.title, notes, args.csv, deviations)
     return 0
 
 
 def run_gates(args: argparse.Namespace) -> int:
     frame = tables.gate_table(_read_csvs(args.csv))
     notes = "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part."
-    write_table(frame, args.out, args.title, notes, args.csv)
+    write_table(frame, args.out, args.title, notes, args.csv, _deviations("gates"))
     return 0
 
 
@@ -148,7 +157,8 @@ def run_contrawsd(args: argparse.Namespace) -> int:
         "An item is correct only if the reference's mean token NLL is lower than every contrastive "
         "translation's; every candidate went through the model's own preprocessing chain."
     )
-    write_table(frame, args.out, args.title, notes, [path for _, path in map(tables.label_of, args.result)])
+    sources = [path for _, path in map(tables.label_of, args.result)]
+    write_table(frame, args.out, args.title, notes, sources, _deviations("contrawsd"))
     return 0
 
 

@@ -14,7 +14,8 @@ on its own, so they have no share to show.
 
 **Tables 1 and 2**: per system the clean BLEU and METEOR (``evaluate --preprocess multi30k``) and, per
 randomised input, the mean and standard deviation of BLEU over the derangement seeds
-(``adversarial-summary``).
+(``adversarial-summary``). Under each, its deviations from the paper (:data:`DEVIATIONS`; the
+conditions come from the study's plan, ``StudyPlan.table_conditions``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,84 @@ from nmtvariants.data.dataset import ParallelData
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.models.hooks import capture
+from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.reporting.results import metric_label
+
+TABLE_KEYS = ("table1_mmt", "table2_multisource")
+# Every known difference from the paper behind Tables 1 and 2 (reporting/deviations.py). ``when``:
+# a condition StudyPlan.table_conditions reports from the config.
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "meteor",
+        TABLE_KEYS,
+        "METEOR (NLTK, English resources) is NLTK's `meteor_score` (Meteor 1.0 parameters for every "
+        "language, English Porter stems and WordNet synonyms, no paraphrase tables or function-word "
+        "weights, the mean of sentence scores), not Meteor 1.5 in MultEval as in the paper: on German, "
+        "French and Czech targets it is close to an exact-match METEOR, so it ranks these systems but is "
+        "not comparable with the paper's numbers. With the Meteor 1.5 release, set `meteor.home`.",
+        when="nltk_meteor",
+    ),
+    Deviation(
+        "bpe",
+        TABLE_KEYS,
+        "Sub-words: a joint BPE (subword-nmt) where the paper used word-piece vocabularies (about 40k "
+        "per multimodal pair, 48k over the five Europarl languages).",
+    ),
+    Deviation(
+        "baseline_vocabulary",
+        ("table2_multisource",),
+        "The single-source baseline shares the multi-source runs' joint vocabulary over every language; "
+        "the paper's EN-CS baseline had its own (42k word-pieces of Czech and English).",
+    ),
+    Deviation(
+        "toyworld",
+        TABLE_KEYS,
+        "Data: the generated toyworld corpus (its rendered scenes as the images, its French-like side "
+        "as the further source), not the paper's Multi30k and Europarl.",
+        when="toyworld",
+    ),
+    Deviation(
+        "multi30k_sources",
+        ("table2_multisource",),
+        "Multi-source data: Multi30k EN+DE+FR -> CS (the four languages are sentence-parallel there) in "
+        "place of the paper's Europarl ES+FR+DE+EN -> CS, with the smaller Europarl model.",
+        when="multi30k_sources",
+    ),
+    Deviation(
+        "europarl_intersection",
+        ("table2_multisource",),
+        "Europarl 5-way corpus: the paper only says the bilingual corpora were intersected on English; "
+        "here whitespace is normalised, English sentences with more than one distinct translation in a "
+        "bitext are dropped, and the 1k valid and 1k test tuples are drawn with a fixed seed "
+        "(corpora/europarl.py).",
+        when="europarl",
+    ),
+    Deviation(
+        "untrained_image_features",
+        ("table1_mmt",),
+        "Image features from a fixed-seed, untrained ResNet built offline, not from a ResNet trained on "
+        "ImageNet as in the paper: the images enter the model, but without ImageNet's visual features.",
+        when="untrained_image_features",
+    ),
+    Deviation(
+        "standardised_image_features",
+        ("table1_mmt",),
+        "Each image region's feature vector is standardised at extraction (mean 0, variance 1 over its "
+        "channels; image_features.standardise): the untrained ResNet's all-positive vectors would "
+        "otherwise take the flat strategy's attention. The paper projects the raw features; the image "
+        "encoder itself is the paper's linear projection.",
+        when="standardised_image_features",
+    ),
+    Deviation(
+        "image_layer_norm",
+        ("table1_mmt",),
+        "The image encoder has a LayerNorm after the linear projection (features.layer_norm), which the "
+        "paper and Neural Monkey do not have: it puts the image states on the text states' scale, which "
+        "bears on the flat strategy's result (the paper: no common representation of the modalities "
+        "was found).",
+        when="image_layer_norm",
+    ),
+)
 
 
 def check_user_images(images: PathLike, image_list: PathLike, gate: str) -> int:

@@ -46,6 +46,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         help="N=SUMMARY.json: the adversarial summary of the N-th system (1-based)",
     )
+    p.add_argument(
+        "--table",
+        required=True,
+        choices=("table1_mmt", "table2_multisource"),
+        help="which table: the deviations from the paper written under it depend on it",
+    )
+    p.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        help="a condition of the study's conditional deviations that the data meet (repeat; e.g. "
+        "toyworld, untrained_image_features)",
+    )
     p.add_argument("--title", required=True)
     p.add_argument("--notes", default="")
     p.add_argument("--output", type=Path, required=True, help="table .md (CSV and provenance beside it)")
@@ -104,8 +117,9 @@ def run_join(args: argparse.Namespace) -> int:
 def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.errors import ConfigError
     from nmtvariants.evaluation.results import read_scores_json
+    from nmtvariants.reporting.deviations import applicable
     from nmtvariants.reporting.tables import write_table
-    from nmtvariants.studies.libovicky2018 import System, adversarial_table
+    from nmtvariants.studies.libovicky2018 import DEVIATIONS, System, adversarial_table
 
     if len(args.system) != len(args.clean):
         raise ConfigError(f"libovicky2018-table: {len(args.system)} --system but {len(args.clean)} --clean")
@@ -126,7 +140,18 @@ def run_table(args: argparse.Namespace) -> int:
         adversarial = json.loads(summaries[k].read_text(encoding="utf-8")) if k in summaries else None
         systems.append(System(pair, testset, label, read_scores_json(clean), adversarial))
     frame = adversarial_table(systems, where=args.clean)
-    write_table(frame, args.output, args.title, args.notes, sources=[*args.clean, *summaries.values()])
+    known = {deviation.when for deviation in DEVIATIONS if deviation.when}
+    unknown = sorted(set(args.condition) - known)
+    if unknown:
+        raise ConfigError(f"--condition {', '.join(unknown)}: not one of {', '.join(sorted(known))}")
+    write_table(
+        frame,
+        args.output,
+        args.title,
+        args.notes,
+        sources=[*args.clean, *summaries.values()],
+        deviations=applicable(DEVIATIONS, args.table, args.condition),
+    )
     return 0
 
 

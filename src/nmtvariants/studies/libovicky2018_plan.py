@@ -31,6 +31,7 @@ IMAGE_DEFAULTS = {
     "size": 224,
     "batch_size": 32,
     "images": "data/multi30k_images",
+    "standardise": False,  # the paper's raw features (vision/features.py: standardise_regions)
 }
 BASELINE_LABELS = {"table1_mmt": "text-only baseline", "table2_multisource": "single-source baseline"}
 KIND_LABELS = {"table1_mmt": "MMT", "table2_multisource": "multi-source"}
@@ -57,6 +58,7 @@ class StudyPlan:
         self.runs = runs
         self.run_of = run_of
         self.images = {**IMAGE_DEFAULTS, **config.get("image_features", {})}
+        self.meteor_home = (config.get("meteor") or {}).get("home")
         study = (config.get("studies") or {}).get(STUDY) or {}
         self.seeds: tuple[int, ...] = tuple(study.get("derangement_seeds", SEEDS))
         if not self.seeds or not all(isinstance(seed, int) and seed >= 0 for seed in self.seeds):
@@ -202,6 +204,8 @@ class StudyPlan:
             raise ConfigError(
                 f"corpora.{corpus}: image features need a corpus with images (toyworld or multi30k)"
             )
+        if key == "standardise":
+            return "region" if self.images["standardise"] else "none"
         if key == "images":
             return (
                 f"data/toyworld/images/{wildcards.split}"
@@ -370,13 +374,38 @@ class StudyPlan:
         return inputs
 
     def table_args(self, wildcards: Any, input: Any) -> list[str]:
-        args = []
+        """The builder's arguments: the table, its deviation conditions, then each row's files."""
+        args = ["--table", wildcards.table, *self.table_conditions(wildcards)]
         for k, (e, p, v, t) in enumerate(self.systems(wildcards.table)):
             label = self.strategy(e, v) or BASELINE_LABELS[wildcards.table]
             args += ["--system", f"{p}:{t}={label}", "--clean", input[f"clean_{k}"]]
             if f"adversarial_{k}" in set(input.keys()):
                 args += ["--adversarial", f"{k + 1}={input[f'adversarial_{k}']}"]
         return args
+
+    def table_conditions(self, wildcards: Any) -> list[str]:
+        """``--condition`` arguments of the table builder: which of the study's conditional deviations
+        from the paper (studies/libovicky2018.py DEVIATIONS) the config's systems of this table meet."""
+        systems = self.systems(wildcards.table)
+        corpora = {self.experiments[e]["corpus"] for e, *_ in systems}
+        conditions = [] if self.meteor_home else ["nltk_meteor"]
+        if any(self.is_toyworld(corpus) for corpus in corpora):
+            conditions.append("toyworld")
+        if wildcards.table == "table2_multisource":
+            if any("multi30k" in as_list(self.corpora[corpus]["source"]) for corpus in corpora):
+                conditions.append("multi30k_sources")
+            if any(corpus in self.europarl for corpus in corpora):
+                conditions.append("europarl")
+        if wildcards.table == "table1_mmt":
+            if self.images["weights"] == "random":
+                conditions.append("untrained_image_features")
+            if self.images["standardise"]:
+                conditions.append("standardised_image_features")
+            variants = [self.experiments[e]["variants"][v] or {} for e, _, v, _ in systems]
+            features = [(v.get("multi_source") or {}).get("features") or {} for v in variants]
+            if any(f.get("layer_norm") for f in features):
+                conditions.append("image_layer_norm")
+        return [arg for condition in conditions for arg in ("--condition", condition)]
 
     def table_notes(self, wildcards: Any) -> str:
         notes = (
@@ -403,6 +432,7 @@ class StudyPlan:
                     if weights == "random"
                     else f"{weights} (ImageNet)"
                 )
+                + (", standardised per region" if self.images["standardise"] else "")
                 + "."
             )
             toy = sorted({self.experiments[e]["corpus"] for e, *_ in self.systems("table1_mmt")})

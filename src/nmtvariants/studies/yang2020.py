@@ -43,6 +43,7 @@ from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.models.config import ALIASES, PRESETS, model_config
 from nmtvariants.models.layers import parse_layout
 from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
+from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.reporting.results import metric_label
 from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
@@ -50,6 +51,37 @@ STUDY = "yang2020"
 STANDARD = "standard"
 SIMPLIFIED = "simplified"
 HYPHEN = "@-@"
+TABLE_KEYS = ("layouts", "depth", "simplified", "aer")  # the kinds of `yang2020-table`
+BLEU_TABLES = ("layouts", "depth", "simplified")
+# Every known difference from the paper behind the study's tables (reporting/deviations.py). ``when``:
+# a condition table_conditions finds among a table's systems.
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation(
+        "checkpoint_average",
+        BLEU_TABLES,
+        "Each system is the average of its last checkpoints (`average_last`); the paper selects the "
+        "checkpoint with the lowest validation loss.",
+    ),
+    Deviation(
+        "chinese_segmentation",
+        BLEU_TABLES,
+        "Chinese is not word-segmented before BPE (Moses tokenisation only; the paper does not say how "
+        "it segmented); BLEU splits Chinese characters (sacreBLEU's zh tokenizer), as the paper does.",
+        when="chinese",
+    ),
+    Deviation(
+        "aer_gold",
+        ("aer",),
+        "AER gold sets: a corpus's own gold alignments (toyworld) or the Hansards EN-FR gold set for "
+        "EN-FR models; the paper's RWTH DE-EN (licence-gated) and Liu & Sun ZH-EN gold sets are not "
+        "available here, so EN-DE and EN-ZH models get no AER.",
+    ),
+)
+
+
+def table_conditions(systems: Sequence[System]) -> set[str]:
+    """The conditions of the conditional deviations that a table's systems meet (a Chinese side)."""
+    return {"chinese"} if any("zh" in system.pair.split("-") for system in systems) else set()
 
 
 @dataclass(frozen=True)

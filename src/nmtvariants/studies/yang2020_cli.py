@@ -156,18 +156,27 @@ def _entries(text: str) -> list[dict[str, Any]]:
 def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.models import load_model
     from nmtvariants.models.build import count_parameters
+    from nmtvariants.reporting.deviations import applicable
     from nmtvariants.reporting.tables import write_table
-    from nmtvariants.studies.yang2020 import bleu_table, read_decode_speed, simplified_table, training_speed
+    from nmtvariants.studies.yang2020 import (
+        DEVIATIONS,
+        bleu_table,
+        read_decode_speed,
+        simplified_table,
+        table_conditions,
+        training_speed,
+    )
 
     entries = _entries(args.entries)
     title, notes = TABLES[args.kind]
+    deviations = applicable(DEVIATIONS, args.kind, table_conditions([e["system"] for e in entries]))
     if args.kind == "aer":
         from nmtvariants.studies.yang2020 import layer_aer_table
 
         hansards = [e["corpus"] for e in entries if e["gold"] == "hansards"]
         notes += hansards_note(hansards) if hansards else ""
         frame = layer_aer_table([(e["system"], e["corpus"], e["gold"], e["csv"]) for e in entries])
-        write_table(frame, args.out, title, notes, [e["csv"] for e in entries])
+        write_table(frame, args.out, title, notes, [e["csv"] for e in entries], deviations)
         return 0
     rows = [(e["system"], e["testset"], e["scores"]) for e in entries]
     sources = [e["scores"] for e in entries]
@@ -183,7 +192,7 @@ def run_table(args: argparse.Namespace) -> int:
         frame = simplified_table(rows, parameters, train_speed, decode_speed)
     else:
         frame = bleu_table(rows)
-    write_table(frame, args.out, title, notes, list(dict.fromkeys(sources)))
+    write_table(frame, args.out, title, notes, list(dict.fromkeys(sources)), deviations)
     return 0
 
 

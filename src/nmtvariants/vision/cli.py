@@ -33,6 +33,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--size", type=int, default=224, help="images are resized to N x N pixels (224)")
     parser.add_argument("--batch-size", type=int, default=32, help="images per forward pass (32)")
     parser.add_argument("--seed", type=int, default=0, help="initialisation seed of 'random' weights (0)")
+    parser.add_argument(
+        "--standardise",
+        choices=("none", "region"),
+        default="none",
+        help="none: the raw features, as the paper (default); region: each region's vector to mean 0, "
+        "variance 1 over its channels (the scale fix for untrained ResNets)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -49,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         size=args.size,
         batch_size=args.batch_size,
         seed=args.seed,
+        standardise=args.standardise,
     )
     if not meta["imagenet"]:
         log.warning(

@@ -8,6 +8,14 @@ Images are resized to ``size`` x ``size`` (bilinear, PIL), scaled to [0, 1] and 
 ImageNet mean and standard deviation, then run through the ResNet in eval mode (BatchNorm uses its
 running statistics, so a batch gives each image's own features) in batches, on the GPU when there is
 one. The array is streamed to disk batch by batch, so a split of 29k images never sits in memory.
+
+**Standardisation** (``standardise="region"``, off by default): each region's vector is shifted and
+scaled to mean 0 and variance 1 over its channels. The paper feeds the raw features to its linear
+projection, and so does the default. An untrained ResNet (``weights: random``, the offline demo) gives
+all-positive vectors of norm ~100, several times the text states' scale once projected, and the flat
+strategy then attends almost only to the image regions and never learns its text source; standardising
+here fixes the scale without a LayerNorm in the model, so the image encoder stays the paper's ``W f + b``
+(models/encoders.py). Per region, so no statistic of any split is needed and every split is treated alike.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from nmtvariants.vision.resnet import MEAN, STD, LastConvBlock, build_resnet
 log = logging.getLogger(__name__)
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)
+STANDARDISE = ("none", "region")  # the standardisation modes of extract()
 
 
 def sidecars(output: Path) -> tuple[Path, Path]:
@@ -73,6 +82,14 @@ def load_image(path: Path, size: int, where: str) -> torch.Tensor:
     return torch.from_numpy(normalised).permute(2, 0, 1)
 
 
+def standardise_regions(features: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """[images, regions, channels] -> each region's vector with mean 0 and variance 1 over its channels
+    (a constant vector becomes 0): the scale fix of untrained features (module docstring)."""
+    mean = features.mean(axis=-1, keepdims=True)
+    std = features.std(axis=-1, keepdims=True)
+    return (features - mean) / (std + eps)
+
+
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
@@ -88,8 +105,13 @@ def extract(
     batch_size: int = 32,
     seed: int = 0,
     device: torch.device | None = None,
+    standardise: str = "none",
 ) -> dict[str, object]:
-    """Write ``output`` (.npy) and its sidecars for the images of ``list_path``; returns the metadata."""
+    """Write ``output`` (.npy) and its sidecars for the images of ``list_path``; returns the metadata.
+
+    ``standardise``: ``none`` (the paper's raw features) or ``region`` (:func:`standardise_regions`)."""
+    if standardise not in STANDARDISE:
+        raise InputError(f"image features: standardise {standardise!r}; choose from {', '.join(STANDARDISE)}")
     if size < 32:
         raise InputError(f"image features: size {size}; a ResNet needs at least 32 pixels")
     if batch_size < 1:
@@ -109,6 +131,8 @@ def extract(
                 ]
             )
             features = network(batch.to(device)).float().cpu().numpy()
+            if standardise == "region":
+                features = standardise_regions(features)
             peak = float(np.abs(features).max())
             if not np.isfinite(peak) or peak > FLOAT16_MAX:
                 raise InputError(
@@ -133,6 +157,7 @@ def extract(
         "imagenet": str(weights) != RANDOM,
         "seed": seed if str(weights) == RANDOM else None,
         "size": size,
+        "standardise": standardise,
         "list": str(list_path),
     }
     with atomic_write(meta_path) as handle:

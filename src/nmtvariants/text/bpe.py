@@ -30,7 +30,7 @@ import logging
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -125,11 +125,6 @@ def read_bpe_vocabulary(path: PathLike, threshold: int | None) -> set[str]:
                 "use the vocabulary written by `nmtvariants bpe learn`"
             )
     return subword_apply.read_vocabulary(lines, threshold)
-
-
-def segment_lines(segmenter: BPESegmenter, lines: Iterable[str]) -> Iterator[str]:
-    for line in lines:
-        yield segmenter(line)
 
 
 def apply_bpe(

@@ -44,12 +44,12 @@ from nmtvariants.models.config import ALIASES, PRESETS, model_config
 from nmtvariants.models.layers import parse_layout
 from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
 from nmtvariants.reporting.results import METRIC_LABELS
+from nmtvariants.text.subword_map import HYPHEN
 from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
 STUDY = "yang2020"
 STANDARD = "standard"
 SIMPLIFIED = "simplified"
-HYPHEN = "@-@"
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args()
     env_note = {key: os.environ.get(key) for key in ("OMP_NUM_THREADS", "PYTHONPATH")}
+    if env_note["PYTHONPATH"]:  # relative to the working directory: a result names no machine's folders
+        env_note["PYTHONPATH"] = os.pathsep.join(
+            os.path.relpath(entry) for entry in env_note["PYTHONPATH"].split(os.pathsep) if entry
+        )
     floor = [timed_run(FLOOR, [])[:2] for _ in range(args.rounds)]
     rows = []
     for command, what in COMMANDS.items():

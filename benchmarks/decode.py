@@ -1,6 +1,6 @@
 """Decoding speed and peak memory: our batched incremental beam search against plain-PyTorch floors.
 
-The setting is the peers' fixed-length pass (/work/shared/peers/decode_fixed.sh, README there): the
+The setting is the peers' fixed-length pass (../shared/peers/decode_fixed.sh, README there): the
 "small" model (3+3 layers, d 256, 4 heads, FFN 1024, pre-norm), untrained (random weights: speed does not
 depend on them), the first 200 test sentences of the peers' synthetic corpus (make_data.py, fixed seed),
 beam 5, batches of 64 sentences sorted by length, </s> banned before 30 tokens and forced at 30, fp32,

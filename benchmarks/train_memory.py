@@ -46,6 +46,13 @@ CONFIGS = {
 }
 
 
+def repo_relative(path: str) -> str:
+    """``path`` relative to the repository when it lies inside it, so that a committed result names
+    no directory of the machine that produced it (the default ``--out`` is absolute)."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else path
+
+
 def write_corpus(folder: Path, sentences: int, vocab: int, seed: int) -> dict[str, str]:
     """Token files with Multi30k-like lengths (log-normal, median ~12, up to ~40) and a vocabulary."""
     rng = np.random.default_rng(seed)
@@ -168,7 +175,7 @@ def main() -> None:
     load = os.getloadavg()
     record = {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        "settings": vars(args),
+        "settings": {**vars(args), "out": repo_relative(args.out)},
         "load_average_after": load,
         "results": results,
     }

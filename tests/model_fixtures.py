@@ -1,4 +1,4 @@
-"""A tiny Transformer trained inside the test session to reverse sequences (shared by several tests).
+"""A tiny Transformer trained once per test run to reverse sequences (shared by several tests).
 
 Trained models make beam search and scoring meaningful: hypotheses finish with </s> by choice rather
 than at the length cap, and the reference translation is known (the reversed source).

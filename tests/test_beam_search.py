@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import math
+from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from model_fixtures import reverse_batch, single_thread, trained_reverse_model
 
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from nmtvariants.inference import cli as inference_cli
 from nmtvariants.inference.beam_search import beam_search, greedy_search, max_lengths
+from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 from nmtvariants.models import build_model, model_config
+from nmtvariants.studies import yang2020_cli
+from nmtvariants.studies.yang2020 import SpeedSettings
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -178,3 +185,17 @@ def test_trained_model_batched_equals_naive_and_per_sentence():
         exact += hyps[0].tokens == sentence[:-1][::-1]
     # the model learned the task, so the finished hypotheses ended by choice, not at the length cap
     assert exact >= 10
+
+
+def test_every_length_cap_default_is_the_one_in_inference_defaults():
+    """The config schema cannot import the constants, and the command-line defaults had drifted once
+    (1.2 in the Yang speed command): every place that defaults the cap must agree with them."""
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "schemas/config.schema.yaml").read_text())
+    evaluate = schema["$defs"]["experiment"]["properties"]["evaluate"]["properties"]
+    assert (evaluate["max_len_a"]["default"], evaluate["max_len_b"]["default"]) == (MAX_LEN_A, MAX_LEN_B)
+    assert (SpeedSettings().max_len_a, SpeedSettings().max_len_b) == (MAX_LEN_A, MAX_LEN_B)
+    for module, command in ((inference_cli, "translate"), (yang2020_cli, "yang2020-decode-speed")):
+        subparsers = argparse.ArgumentParser().add_subparsers()
+        module.add_parser(subparsers)
+        parser = subparsers.choices[command]
+        assert (parser.get_default("max_len_a"), parser.get_default("max_len_b")) == (MAX_LEN_A, MAX_LEN_B)

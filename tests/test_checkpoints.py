@@ -134,3 +134,27 @@ def test_average_cli_with_dir_and_last(tmp_path):
 def test_average_cli_reports_missing_dir(tmp_path, capsys):
     assert main(["average", "--dir", str(tmp_path / "nope"), "--output", str(tmp_path / "a.pt")]) == 2
     assert "no such checkpoint directory" in capsys.readouterr().err
+
+
+def test_inference_rejects_a_model_file_whose_digest_does_not_match(tmp_path, capsys):
+    """Decoding goes through the same verified loader as resuming: a flipped bit in final.pt must not
+    translate the test set with damaged weights."""
+    path = save_checkpoint(model_state(1), tmp_path / "final.pt")
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(InputError, match="sha256 mismatch"):
+        load_model(path)
+    (tmp_path / "in.txt").write_text("a b\n", encoding="utf-8")
+    argv = ["translate", "--checkpoint", str(path), "--vocab", str(tmp_path / "vocab.txt")]
+    assert main([*argv, "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt")]) == 2
+    assert "sha256 mismatch" in capsys.readouterr().err and not (tmp_path / "out.txt").exists()
+
+
+def test_inference_reads_a_model_file_without_sidecar(tmp_path):
+    """A model file saved by other code (plain ``torch.save``, no sidecar) still decodes: it cannot be
+    checked, and ``atomic_write`` already rules out a half-written file of ours."""
+    state = model_state(2)
+    torch.save(state, tmp_path / "plain.pt")
+    model = load_model(tmp_path / "plain.pt")
+    assert torch.equal(model.state_dict()["encoder_norm.weight"], state["model"]["encoder_norm.weight"])

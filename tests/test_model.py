@@ -257,7 +257,7 @@ def test_load_model_round_trip(tmp_path):
     with pytest.raises(InputError, match="missing model_config"):
         load_model(tmp_path / "bare.pt")
     (tmp_path / "junk.pt").write_text("not a checkpoint")
-    with pytest.raises(InputError, match="not a readable"):
+    with pytest.raises(InputError, match="unreadable checkpoint"):
         load_model(tmp_path / "junk.pt")
     with pytest.raises(InputError, match="not found"):
         load_model(tmp_path / "absent.pt")

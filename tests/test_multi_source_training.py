@@ -153,7 +153,7 @@ MULTI30K = "experiments/multi30k_libovicky2018.yaml"
 @pytest.mark.slow  # ~20 s: the real planner over the config
 def test_multi30k_config_plans_the_baseline_and_the_four_strategies_with_de_and_fr_sources():
     result = snakemake(
-        "-n", "-p", "--forceall", TABLE2, "--configfile", MULTI30K, "--config", "mirror=/work/shared/data"
+        "-n", "-p", "--forceall", TABLE2, "--configfile", MULTI30K, "--config", "mirror=../shared/data"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     jobs = dry_run_jobs(result.stdout)

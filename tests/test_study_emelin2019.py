@@ -747,7 +747,7 @@ def test_adding_en_ru_to_the_default_experiment_gives_table_2_through_the_iso9_b
 def test_the_multi30k_config_plans_the_real_data_comparison():
     result = snakemake(
         "-n", "-p", "--forceall", "emelin2019", "--configfile", "experiments/multi30k_emelin2019.yaml",
-        "--config", "mirror=/work/shared/data",
+        "--config", "mirror=../shared/data",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     jobs = dry_run_jobs(result.stdout)

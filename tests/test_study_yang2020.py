@@ -42,6 +42,7 @@ from nmtvariants.studies.yang2020 import (
     study_systems,
     training_speed,
 )
+from nmtvariants.text.subword_map import HYPHEN as HYPHEN_MARK
 from nmtvariants.text.subword_map import word_ids
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -416,9 +417,6 @@ def pieces_of(words: list[str]) -> tuple[list[str], list[int]]:
             pieces += [c + "@@" for c in chars[:-1]] + [chars[-1]]
             owners += [index] * len(chars)
     return pieces, owners
-
-
-HYPHEN_MARK = "@-@"
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from nmtvariants.errors import ConfigError
+from nmtvariants.text.subword_map import SEPARATOR
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -146,7 +147,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tgt-words", type=Path, help="target in the gold's tokenisation (with --src-words)")
     p.add_argument("--head-merge", choices=["mean", "max"], default="mean", help="merge of the heads")
-    p.add_argument("--separator", default="@@", help="BPE continuation marker (default @@)")
+    p.add_argument("--separator", default=SEPARATOR, help=f"BPE continuation marker (default {SEPARATOR})")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")

@@ -43,7 +43,7 @@ from nmtvariants.evaluation.alignment import (
 from nmtvariants.fileio import PathLike, atomic_write, read_lines
 from nmtvariants.models.hooks import capture
 from nmtvariants.models.interfaces import SourceInputs
-from nmtvariants.text.subword_map import word_ids
+from nmtvariants.text.subword_map import SEPARATOR, word_ids
 
 CSV_COLUMNS = (
     "layer",
@@ -109,7 +109,7 @@ def read_alignment_set(
     one_based: bool | None = None,
     reverse: bool = False,
     keep_out_of_range: bool = False,
-    separator: str = "@@",
+    separator: str = SEPARATOR,
     words: tuple[PathLike, PathLike] | None = None,
     hyphen: str | None = None,
 ) -> AlignmentTestSet:

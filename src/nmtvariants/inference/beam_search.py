@@ -38,6 +38,7 @@ import torch
 
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.errors import ConfigError
+from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.models.transformer import Transformer
 
@@ -77,8 +78,8 @@ def beam_search(
     beam_size: int = 5,
     length_norm: str = "gnmt",
     alpha: float = 0.6,
-    max_len_a: float = 1.5,
-    max_len_b: float = 10,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: float = MAX_LEN_B,
     nbest: int = 1,
     min_len: int = 0,
     aux: Mapping[str, torch.Tensor] | None = None,

@@ -20,6 +20,7 @@ import yaml
 from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import atomic_write, read_lines
+from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 from nmtvariants.training.cli import add_extra_input_args, extra_input_files
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -33,8 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     tr.add_argument("--beam", type=int, default=5)
     tr.add_argument("--alpha", type=float, default=0.6, help="GNMT length-penalty exponent")
     tr.add_argument("--length-norm", choices=("gnmt", "average", "none"), default="gnmt")
-    tr.add_argument("--max-len-a", type=float, default=1.5)
-    tr.add_argument("--max-len-b", type=float, default=10)
+    tr.add_argument("--max-len-a", type=float, default=MAX_LEN_A)
+    tr.add_argument("--max-len-b", type=float, default=MAX_LEN_B)
     tr.add_argument("--min-len", type=int, default=0)
     tr.add_argument("--nbest", type=int, default=1, help=">1 writes Moses n-best lines `i ||| hyp ||| score`")
     tr.add_argument("--batch-size", type=int, default=64, help="sentences per batch")

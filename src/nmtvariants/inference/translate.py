@@ -1,4 +1,4 @@
-"""Translating text files with a trained checkpoint: batching, empty lines, n-best output.
+"""Translating BPE'd lines with a trained model: batching, empty lines, n-best output.
 
 Sentences may carry extra inputs (integer streams, further sources, a feature grid; see
 inference/examples.py); each batch reaches beam search as one :class:`SourceInputs`.
@@ -14,9 +14,9 @@ import torch
 from nmtvariants.data.batching import source_inputs
 from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.extra_inputs import ExtraInputFiles
-from nmtvariants.data.vocab import EOS_ID, Vocabulary
+from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import InputError
-from nmtvariants.fileio import PathLike, atomic_write, read_lines
+from nmtvariants.fileio import PathLike
 from nmtvariants.inference.beam_search import Hypothesis, beam_search
 from nmtvariants.inference.examples import batches_by_length, nonempty, read_examples
 from nmtvariants.models.transformer import Transformer
@@ -38,18 +38,6 @@ def translate_data(
         for index, hyps in zip(chunk, beam_search(model, inputs, **search), strict=True):
             results[int(index)] = hyps
     return results
-
-
-def translate_ids(
-    model: Transformer,
-    sources: Sequence[Sequence[int]],
-    batch_size: int = 64,
-    device: str | torch.device = "cpu",
-    **search: object,
-) -> list[list[Hypothesis]]:
-    """Beam-search every source (ids + </s>); see :func:`translate_data`."""
-    data = ParallelData.from_sequences((list(s) or [EOS_ID], [EOS_ID]) for s in sources)
-    return translate_data(model, data, batch_size, device, **search)
 
 
 def check_vocabulary(model: Transformer, vocab: Vocabulary, vocab_path: str | Path) -> None:
@@ -84,14 +72,3 @@ def translate_lines(
         for h in sentence:
             out.append(f"{index} ||| {vocab.decode(h.tokens)} ||| {h.score:.6f}")
     return out
-
-
-def translate_file(
-    model: Transformer, vocab: Vocabulary, input_path: str | Path, output_path: str | Path, **kwargs: object
-) -> int:
-    lines = list(read_lines(input_path))
-    outputs = translate_lines(model, vocab, lines, **kwargs)
-    with atomic_write(output_path) as out:
-        for line in outputs:
-            out.write(line + "\n")
-    return len(lines)

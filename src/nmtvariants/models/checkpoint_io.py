@@ -16,20 +16,19 @@ from nmtvariants.errors import InputError
 from nmtvariants.models.build import build_model
 from nmtvariants.models.config import ModelConfig
 from nmtvariants.models.transformer import Transformer
+from nmtvariants.training.checkpoints import load_checkpoint
 
 REQUIRED_KEYS = ("model_config", "vocab_size", "model")
 
 
 def read_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The checkpoint dict at ``path``, through the trainer's loader: a file whose sha256 sidecar
+    disagrees is rejected (decoding damaged weights would go unnoticed in the scores); a file
+    without a sidecar (saved by other code) is read unchecked."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: checkpoint not found; train a model first (`nmtvariants train`)")
-    try:
-        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as error:  # torch raises several types for corrupt or foreign files
-        raise InputError(
-            f"{path}: not a readable PyTorch checkpoint ({error.__class__.__name__}: {error})"
-        ) from None
+    checkpoint = load_checkpoint(path, map_location=map_location, require_sidecar=False)
     missing = [key for key in REQUIRED_KEYS if not isinstance(checkpoint, dict) or key not in checkpoint]
     if missing:
         raise InputError(f"{path}: not an nmtvariants checkpoint (missing {', '.join(missing)})")

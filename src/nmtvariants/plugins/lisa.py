@@ -75,12 +75,13 @@ from torch import nn
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.models.interfaces import AUX_PAD, AuxLosses, StackContext
 from nmtvariants.models.variants import init_plugin_parameters, register_variant
+from nmtvariants.syntax.parents import FIRST_STREAM
 
 if TYPE_CHECKING:
     from nmtvariants.models.transformer import Transformer
 
 KEY = "model.variant.lisa"
-STREAM = "parents_first"
+STREAM = FIRST_STREAM  # the first-subword parents that `nmtvariants parents --mode first` writes
 TERM = "lisa_parent"
 SCORERS = ("bilinear", "dot")
 

@@ -50,8 +50,8 @@ from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.syntax.conllu import Sentence, Word, parse_conllu, validate_tree, write_conllu
 from nmtvariants.syntax.parents import unescape_moses
 from nmtvariants.text.clean import read_kept
+from nmtvariants.text.subword_map import HYPHEN
 
-HYPHEN = "@-@"
 SIGNIFICANT = 0.01  # the paper's ‡: p < 0.01 against the Transformer
 MARK = "‡"
 # Table 1's systems, in the paper's column order, recognised by the variant's switch, or for the

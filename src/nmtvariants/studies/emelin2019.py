@@ -31,7 +31,7 @@ from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.syntax.conllu import Sentence
 from nmtvariants.syntax.dep_labels import bpe_word_spans, head_word, surface_tokens
-from nmtvariants.text.subword_map import word_ids
+from nmtvariants.text.subword_map import HYPHEN, word_ids
 from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
 MEAN = "mean"
@@ -352,7 +352,7 @@ def pos_labels(sentence: Sentence, bpe_line: str, where: str) -> list[str]:
     labels: list[str] = []
     position = 0
     for word, first, end in bpe_word_spans(bpe_line):
-        text = ("-" if word == "@-@" else word).lower()
+        text = ("-" if word == HYPHEN else word).lower()
         if characters[position : position + len(text)] != list(text):
             found = "".join(characters[position : position + len(text)]) or "the end of the parse"
             raise InputError(

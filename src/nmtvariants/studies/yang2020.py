@@ -40,17 +40,18 @@ from nmtvariants.config import experiment_systems
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import PathLike, atomic_write
+from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 from nmtvariants.models.config import ALIASES, PRESETS, model_config
 from nmtvariants.models.layers import parse_layout
 from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
 from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.reporting.results import metric_label
+from nmtvariants.text.subword_map import HYPHEN
 from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
 
 STUDY = "yang2020"
 STANDARD = "standard"
 SIMPLIFIED = "simplified"
-HYPHEN = "@-@"
 TABLE_KEYS = ("layouts", "depth", "simplified", "aer")  # the kinds of `yang2020-table`
 BLEU_TABLES = ("layouts", "depth", "simplified")
 # Every known difference from the paper behind the study's tables (reporting/deviations.py). ``when``:
@@ -403,8 +404,8 @@ def chain_gold_text(
 class SpeedSettings:
     beam_size: int = 5
     alpha: float = 0.6
-    max_len_a: float = 1.2
-    max_len_b: int = 10
+    max_len_a: float = MAX_LEN_A  # the workflow passes the experiment's `evaluate:` values
+    max_len_b: int = MAX_LEN_B
     batch_size: int = 64
     rounds: int = 3
     device: str = "cpu"

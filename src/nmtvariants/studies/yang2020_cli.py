@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 
 TABLES = {
     "layouts": (
@@ -91,8 +92,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     sp.add_argument("--max-sentences", type=int, default=200, help="time the first N lines")
     sp.add_argument("--beam", type=int, default=5)
     sp.add_argument("--alpha", type=float, default=0.6)
-    sp.add_argument("--max-len-a", type=float, default=1.2)
-    sp.add_argument("--max-len-b", type=int, default=10)
+    sp.add_argument("--max-len-a", type=float, default=MAX_LEN_A)
+    sp.add_argument("--max-len-b", type=int, default=MAX_LEN_B)
     sp.add_argument("--batch-size", type=int, default=64)
     sp.add_argument("--rounds", type=int, default=3)
     sp.add_argument("--device", default="cpu")

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 
 from nmtvariants.errors import InputError
 from nmtvariants.syntax.conllu import Sentence
-from nmtvariants.text.bpe import SEPARATOR
+from nmtvariants.text.subword_map import SEPARATOR
 
 STREAM = "dep_labels"
 UD_RELATIONS = (

@@ -41,13 +41,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write, read_lines
 from nmtvariants.syntax.conllu import Sentence, parse_conllu
+from nmtvariants.text.subword_map import SEPARATOR
 
 MIDDLE, FIRST = "middle", "first"
 MODES = (MIDDLE, FIRST)
 MIDDLE_STREAM = "parents_x2"
 FIRST_STREAM = "parents_first"
 STREAMS = {MIDDLE: MIDDLE_STREAM, FIRST: FIRST_STREAM}
-SEPARATOR = "@@"
 
 # Moses tokenizer.perl's escapes (sacremoses ``escape_xml``); ``&amp;`` last when unescaping so that
 # an escaped escape (``&amp;lt;``) comes back as the literal text ``&lt;``.

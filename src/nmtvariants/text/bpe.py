@@ -25,12 +25,13 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import functools
 import io
 import logging
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -42,11 +43,11 @@ from subword_nmt import learn_joint_bpe_and_vocab as subword_joint
 from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write, read_lines
+from nmtvariants.text.subword_map import SEPARATOR
 from nmtvariants.text.translit import Transliteration
 
 log = logging.getLogger(__name__)
 
-SEPARATOR = "@@"
 DEFAULT_THRESHOLD = 50
 LATIN_SUFFIX = ".latin"
 
@@ -127,11 +128,6 @@ def read_bpe_vocabulary(path: PathLike, threshold: int | None) -> set[str]:
     return subword_apply.read_vocabulary(lines, threshold)
 
 
-def segment_lines(segmenter: BPESegmenter, lines: Iterable[str]) -> Iterator[str]:
-    for line in lines:
-        yield segmenter(line)
-
-
 def apply_bpe(
     codes: PathLike,
     vocab: PathLike | None,
@@ -154,13 +150,14 @@ def apply_bpe(
     return count
 
 
-_UNDO = {SEPARATOR: re.compile(r"(@@ )|(@@ ?$)")}
-
-
 def undo_bpe(line: str, separator: str = SEPARATOR) -> str:
     """Join sub-words: the standard ``sed -r 's/(@@ )|(@@ ?$)//g'``."""
-    pattern = _UNDO.get(separator) or re.compile(f"({re.escape(separator)} )|({re.escape(separator)} ?$)")
-    return pattern.sub("", line)
+    return _undo_pattern(separator).sub("", line)
+
+
+@functools.cache
+def _undo_pattern(separator: str) -> re.Pattern[str]:
+    return re.compile(f"({re.escape(separator)} )|({re.escape(separator)} ?$)")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from nmtvariants.text.bpe import (
     true_counts,
     undo_bpe,
 )
+from nmtvariants.text.subword_map import SEPARATOR
 from nmtvariants.text.translit import TRANSLITERATIONS, iso9_to_cyrillic, iso9_to_latin
 
 
@@ -180,7 +181,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     apply.add_argument("--codes", required=True)
     apply.add_argument("--vocab", help="vocabulary for the threshold (vocab.LANG from `bpe learn`)")
     apply.add_argument("--threshold", type=int, default=DEFAULT_THRESHOLD)
-    apply.add_argument("--separator", default="@@")
+    apply.add_argument("--separator", default=SEPARATOR)
     apply.set_defaults(func=_bpe_apply)
 
     count = actions.add_parser("count", help="sub-word counts of a text segmented with codes (a vocab.LANG)")
@@ -192,7 +193,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     undo = actions.add_parser("undo", help="join sub-words (remove '@@ ')")
     undo.add_argument("input", nargs="?", help="input file (default: stdin)")
     undo.add_argument("-o", "--output", help="output file (default: stdout)")
-    undo.add_argument("--separator", default="@@")
+    undo.add_argument("--separator", default=SEPARATOR)
     undo.set_defaults(func=_bpe_undo)
 
     vocab = subparsers.add_parser("vocab", help="network vocabulary from segmented training files")

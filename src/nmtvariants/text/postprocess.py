@@ -26,9 +26,10 @@ from nmtvariants.text.moses import Detokenizer
 from nmtvariants.text.segment import METHODS as SEGMENTED_LANGUAGES
 from nmtvariants.text.segment import desegment
 from nmtvariants.text.sharding import LineStep
+from nmtvariants.text.subword_map import SEPARATOR
 from nmtvariants.text.truecase import Detruecaser
 
-_BPE_MARKER = re.compile(r"@@( |$)")
+_BPE_MARKER = re.compile(f"{re.escape(SEPARATOR)}( |$)")
 
 # Where Moses' detokenizer does not invert its tokenizer: the tokenizer splits every "/" and every
 # ":" ("10:00" -> "10 : 00", "he/she" -> "he / she") and the detokenizer leaves "10: 00", "he / she".

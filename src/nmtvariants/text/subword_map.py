@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-SEPARATOR = "@@"
-HYPHEN = "@-@"
+# The one home of both marks (every other module imports them): this module imports nothing, so
+# command-line parsers can take their defaults from it without loading the BPE or Moses code.
+SEPARATOR = "@@"  # subword-nmt's continuation mark
+HYPHEN = "@-@"  # Moses' aggressive-hyphen mark (sacremoses writes the same)
 
 
 def token_ids(pieces: Sequence[str], separator: str = SEPARATOR) -> list[int]:

@@ -90,13 +90,25 @@ def verify_checkpoint(path: PathLike) -> str | None:
     return None
 
 
-def load_checkpoint(path: PathLike, verify: bool = True, map_location: str = "cpu") -> dict[str, Any]:
+def load_checkpoint(
+    path: PathLike,
+    verify: bool = True,
+    map_location: str | torch.device = "cpu",
+    require_sidecar: bool = True,
+) -> dict[str, Any]:
     """Load a checkpoint dict; with ``verify``, a sidecar mismatch is an :class:`InputError`.
 
+    The one loader of checkpoint files, for resuming, averaging and decoding alike, so that no
+    reader uses weights whose bytes differ from what was written. ``require_sidecar=False`` accepts
+    a file without a sidecar unchecked (a model file saved by other code; ours are complete
+    whenever they exist, through ``atomic_write``), but never one whose sidecar disagrees: resuming
+    keeps it True, since there a missing sidecar means the run died between the two writes.
     Only tensors and plain Python containers are unpickled (``weights_only``).
     """
     path = Path(path)
-    if verify and (reason := verify_checkpoint(path)):
+    if verify and not require_sidecar and path.exists() and not sidecar_path(path).exists():
+        log.info("%s: no .sha256 sidecar, loaded unverified", path)
+    elif verify and (reason := verify_checkpoint(path)):
         raise InputError(f"{path}: corrupt or incomplete checkpoint: {reason}")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
@@ -196,7 +208,7 @@ def average_checkpoints(paths: Sequence[PathLike], out: PathLike) -> dict[str, A
         raise InputError("average: no input checkpoints given")
     states = []
     for path in paths:
-        state = load_checkpoint(path, verify=sidecar_path(path).exists())
+        state = load_checkpoint(path, require_sidecar=False)
         if "model" not in state:
             raise InputError(f"{path}: no 'model' entry; not an nmtvariants checkpoint")
         states.append(state)

@@ -646,6 +646,25 @@ def test_the_default_dag_holds_every_table_and_figure_of_the_study():
     assert set(study) <= set(jobs["report"]["input"].split(", "))
 
 
+@pytest.mark.parametrize(
+    ("configfile", "experiment"),
+    [("experiments/emelin2019.yaml", "emelin2019_ende_base"), ("config.yaml", "emelin2019")],
+)
+def test_the_table_4_and_figure_5_variants_are_feature_fusion(configfile, experiment):
+    """"The following analysis is based on models utilizing lexical shortcuts with feature-fusion" (§4):
+    Table 4's "+ self-attn. shortcuts" row is Table 1's feature-fusion row, so its dec-to-enc, non-lexical
+    and Figure 5's encoder-/decoder-only models fuse features too, with feature-fusion's warm-up."""
+    spec = yaml.safe_load((REPO / configfile).read_text(encoding="utf-8"))["experiments"][experiment]
+    variants = spec["variants"]
+    ablations = {name: switches for name, switches in variants.items() if name not in MAIN_VARIANTS}
+    assert {"dec_to_enc", "dec_to_enc_self"} <= set(ablations)
+    for name, switches in ablations.items():
+        assert switches["shortcuts"]["kind"] == "feature_fusion", name
+        assert switches["warmup"] == variants["feature_fusion"]["warmup"], name
+    if configfile == "experiments/emelin2019.yaml":
+        assert set(ablations) == {"dec_to_enc", "dec_to_enc_self", "non_lexical", "encoder_only", "decoder_only"}
+
+
 def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
     result = snakemake("-n", "-p", "--forceall", "emelin2019", "--configfile", "experiments/emelin2019.yaml")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -75,6 +75,22 @@ def test_bleu_table_needs_tokenised_bleu():
         tables.bleu_table([record])
 
 
+def test_a_mean_over_given_test_sets_leaves_the_others_out():
+    """Table 3's "test mean" is over Table 1's test sets: a test set outside them keeps its row but not
+    its share of the mean, and a system without one of them cannot have that mean."""
+    records = [*RECORDS[:2], score_record("e/en-de/baseline", "nt17", 40.0, 44.0)]
+    frame = tables.bleu_table(records, mean_testsets=["nt14", "nt15"])
+    assert frame.values.tolist() == [
+        ["e", "en-de", "baseline", "nt14", 21.0, 20.0],
+        ["e", "en-de", "baseline", "nt15", 32.0, 30.0],
+        ["e", "en-de", "baseline", "nt17", 44.0, 40.0],
+        ["e", "en-de", "baseline", "mean", 26.5, 25.0],  # (21 + 32) / 2, (20 + 30) / 2: nt17 left out
+    ]
+    assert tables.bleu_table(records).values.tolist()[-1][-2:] == [(21 + 32 + 44) / 3, 30.0]
+    with pytest.raises(InputError, match="e/en-de/baseline has no scores on nt16; the mean is over"):
+        tables.bleu_table(records, mean_testsets=["nt14", "nt15", "nt16"])
+
+
 def test_variants_table_differences_to_the_baseline():
     switches = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}, "warmup": 300}}
     frame = tables.variants_table(tables.bleu_table(RECORDS[:4]), switches)
@@ -651,7 +667,7 @@ def test_the_default_dag_holds_every_table_and_figure_of_the_study():
     [("experiments/emelin2019.yaml", "emelin2019_ende_base"), ("config.yaml", "emelin2019")],
 )
 def test_the_table_4_and_figure_5_variants_are_feature_fusion(configfile, experiment):
-    """"The following analysis is based on models utilizing lexical shortcuts with feature-fusion" (§4):
+    """§4: "The following analysis is based on models utilizing lexical shortcuts with feature-fusion".
     Table 4's "+ self-attn. shortcuts" row is Table 1's feature-fusion row, so its dec-to-enc, non-lexical
     and Figure 5's encoder-/decoder-only models fuse features too, with feature-fusion's warm-up."""
     spec = yaml.safe_load((REPO / configfile).read_text(encoding="utf-8"))["experiments"][experiment]
@@ -662,13 +678,20 @@ def test_the_table_4_and_figure_5_variants_are_feature_fusion(configfile, experi
         assert switches["shortcuts"]["kind"] == "feature_fusion", name
         assert switches["warmup"] == variants["feature_fusion"]["warmup"], name
     if configfile == "experiments/emelin2019.yaml":
-        assert set(ablations) == {"dec_to_enc", "dec_to_enc_self", "non_lexical", "encoder_only", "decoder_only"}
+        others = {"non_lexical", "encoder_only", "decoder_only"}
+        assert set(ablations) == {"dec_to_enc", "dec_to_enc_self", *others}
 
 
-def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
+@pytest.fixture(scope="module")
+def full_scale_jobs() -> list[dict[str, str]]:
+    """The dry-run jobs of the full-scale study (experiments/emelin2019.yaml), planned once."""
     result = snakemake("-n", "-p", "--forceall", "emelin2019", "--configfile", "experiments/emelin2019.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
-    jobs = dry_run_jobs(result.stdout)
+    return dry_run_jobs(result.stdout)
+
+
+def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd(full_scale_jobs):
+    jobs = full_scale_jobs
     outputs = {job.get("output", "") for job in jobs}
     for table in ("table1_bleu", "table2_pairs", "table3_small", "table4_variants", "contrawsd"):
         assert any(output.startswith(f"results/tables/emelin2019/{table}.md") for output in outputs), table
@@ -688,6 +711,38 @@ def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
     learned = {job["output"].split("/")[1]: job["shell"] for job in jobs if job["rule"] == "bpe_learn"}
     assert "-s 89500" in learned["wmt18_encs"] and "-s 89500" in learned["wmt18_enfi"]
     assert "--translit ru" in learned["wmt17_enru"] and "-s 32000" in learned["wmt14_ende"]
+
+
+def test_table_3_scores_table_1s_test_sets_and_averages_exactly_those(full_scale_jobs):
+    """Table 3's caption: "'test mean' denotes the average of test-sets in table (1)". The small models
+    are evaluated on newstest2014-2018, and the table's mean is told to average exactly those."""
+    table1_testsets = ["newstest2014-full", "newstest2015", "newstest2016", "newstest2017", "newstest2018"]
+    (table3,) = [
+        job for job in full_scale_jobs if job["rule"] == "emelin2019_bleu" and "table3_small" in job["output"]
+    ]
+    assert sorted(table3["input"].split(", ")) == sorted(
+        f"results/emelin2019_ende_small/en-de/{variant}/{testset}.scores.json"
+        for variant in MAIN_VARIANTS
+        for testset in table1_testsets
+    )
+    assert f"--mean-testsets {' '.join(table1_testsets)} " in table3["shell"]
+    (table1,) = [
+        job for job in full_scale_jobs if job["rule"] == "emelin2019_bleu" and "table1_bleu" in job["output"]
+    ]
+    assert "--mean-testsets" not in table1["shell"]
+
+
+def test_the_table_3_command_notes_its_mean(tmp_path):
+    paths = []
+    for index, record in enumerate([*RECORDS[:2], score_record("e/en-de/baseline", "nt17", 40.0, 44.0)]):
+        paths.append(tmp_path / f"{index}.scores.json")
+        paths[-1].write_text(json.dumps(record), encoding="utf-8")
+    out = tmp_path / "table3.md"
+    args = ["emelin2019-bleu", "--scores", *map(str, paths), "--mean-testsets", "nt14", "nt15"]
+    assert main([*args, "--title", "T3", "--out", str(out)]) == 0
+    mean = pd.read_csv(out.with_suffix(".csv")).values.tolist()[-1]
+    assert mean == ["e", "en-de", "baseline", "mean", 26.5, 25.0]
+    assert "the unweighted mean over nt14, nt15 (Table 1's test sets" in out.read_text(encoding="utf-8")
 
 
 def test_the_probes_read_both_pos_files_in_the_default_run():

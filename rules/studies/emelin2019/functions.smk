@@ -81,6 +81,21 @@ EMELIN_BLEU_TABLES = {
 }
 
 
+def emelin_mean_args(table):
+    """``--mean-testsets`` of a BLEU table: Table 3's "test mean" is "the average of test-sets in table
+    (1)" (its caption), so it averages Table 1's test sets; Tables 1 and 2 average their own.
+    """
+    if table != "table3_small" or "table1_bleu" not in EMELIN_BLEU_TABLES:
+        return []
+    _, *selection = EMELIN_BLEU_TABLES["table1_bleu"]
+    testsets = dict.fromkeys(
+        testset
+        for name, _, _ in emelin_systems(*selection, metrics=EMELIN_BLEU_METRICS)
+        for testset in EMELIN_EXPERIMENTS[name]["evaluate"]["testsets"]
+    )
+    return ["--mean-testsets", *testsets]
+
+
 def emelin_scores(systems):
     return [
         f"results/{name}/{pair}/{variant}/{testset}.scores.json"

@@ -12,10 +12,10 @@ import pytest
 import torch
 from model_fixtures import REVERSE_VOCAB, single_thread, trained_reverse_model
 
-from nmtvariants.analysis.extract import extract_states
+from nmtvariants.analysis.extract import extract_states, side_index
 from nmtvariants.analysis.gates import gate_statistics
+from nmtvariants.analysis.mlp_probe import train_mlp_probe
 from nmtvariants.analysis.similarity import layer_similarity
-from nmtvariants.analysis.splits import split_sentences
 from nmtvariants.analysis.states import read_state_file, write_state_file
 from nmtvariants.cli import main
 from nmtvariants.data.dataset import ParallelData
@@ -142,8 +142,8 @@ def test_gate_statistics_need_a_shortcut_model():
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    """A trained reversal model's checkpoint, its vocabulary, a train and a test text with per-token
-    parity labels, and the extracted states of every layer of both files."""
+    """A trained reversal model's checkpoint, its vocabulary, a train, a valid and a test text with
+    per-token parity labels, and the extracted states of every layer of the three files."""
     root = tmp_path_factory.mktemp("layer_analysis")
     model = trained_reverse_model()
     torch.save(
@@ -152,7 +152,7 @@ def setup(tmp_path_factory):
     )
     Vocabulary([*SPECIALS, *WORDS]).save(root / "vocab.txt")
     rng = np.random.default_rng(0)
-    for part, count in (("train", 300), ("test", 60)):
+    for part, count in (("train", 300), ("valid", 40), ("test", 60)):
         # skewed word frequencies so that the frequency bins differ in size
         sentences = [
             [WORDS[k] for k in rng.choice(len(WORDS), size=int(n), p=np.arange(1, 11) / 55)]
@@ -178,8 +178,13 @@ def read_csv(path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def probe_files(root) -> list[str]:
+    """The layer-probes arguments of the three states files: train, early-stop, test."""
+    return [f"--{part}-states={root / part}.npz" for part in ("train", "valid", "test")]
+
+
 def test_layer_probes_per_layer_and_group(setup):
-    args = ["layer-probes", "--states", str(setup / "train.npz"), "--test-states", str(setup / "test.npz")]
+    args = ["layer-probes", *probe_files(setup)]
     args += [
         "--output",
         str(setup / "probes.csv"),
@@ -232,10 +237,10 @@ def test_layer_probes_per_layer_and_group(setup):
 
 def test_layer_probes_default_bins_and_caps(setup):
     out = setup / "capped.csv"
-    args = ["layer-probes", "--states", str(setup / "train.npz"), "--output", str(out), "--sides", "decoder"]
+    args = ["layer-probes", *probe_files(setup), "--output", str(out), "--sides", "decoder"]
     args += [
         "--max-sentences",
-        "120",
+        "50",
         "--hidden",
         "32",
         "--lr",
@@ -248,16 +253,69 @@ def test_layer_probes_default_bins_and_caps(setup):
     with single_thread():
         assert main(args) == 0
     rows = read_csv(out)
-    assert {row["side"] for row in rows} == {"decoder"} and {row["variant"] for row in rows} == {"train"}
+    assert {row["side"] for row in rows} == {"decoder"} and {row["variant"] for row in rows} == {"test"}
     overall = [row for row in rows if row["group_kind"] == "all"]
     assert len(overall) == 3 and len({row["count"] for row in overall}) == 1
-    held_out = int(overall[0]["count"])
+    tested = int(overall[0]["count"])
     for layer in ("0", "1", "2"):
         bins = [int(r["count"]) for r in rows if r["layer"] == layer and r["group_kind"] == "frequency_bin"]
-        assert sum(bins) == held_out
-    # the words of the test part of a split of the first 120 sentences only (decoder: </s> is no input)
-    lengths = read_state_file(setup / "train.npz").sentences.tgt_lengths[:120] - 1
-    assert held_out == lengths[split_sentences(120, 0.1, 0.2, seed=1).test].sum()
+        assert sum(bins) == tested
+    # the words of the test file's first 50 sentences (decoder: </s> is no input)
+    assert tested == sum(len(line.split()) for line in (setup / "test.tgt").read_text().splitlines()[:50])
+
+
+def one_hot_states(path, sentences: list[list[int]], code: dict[int, int]) -> None:
+    """An encoder-only states file of ``sentences`` (+ </s>) whose two layers hold, at each token t,
+    the one-hot vector of ``code[t]`` (x 4)."""
+    data = ParallelData.from_sequences(
+        [([*s, EOS_ID], [*s, EOS_ID]) for s in sentences], np.arange(1, len(sentences) + 1)
+    )
+    index = side_index(data, "encoder")
+    states = 4 * np.eye(VOCAB, dtype=np.float32)[[code.get(int(t), int(t)) for t in index.tokens]]
+    names = ("encoder.embeddings", "encoder.layers.0")
+    write_state_file(path, data, {"encoder": index}, dict.fromkeys(names, states), {"vocab_size": VOCAB})
+
+
+def test_layer_probes_train_on_the_training_states_stop_on_dev_and_report_on_test(tmp_path, monkeypatch):
+    """The paper's protocol (seed brief §1.7): the probe learns on training-corpus states, early-stops on
+    the dev set's and is scored on the test set's. The test set codes half the word types as another
+    type, which no training state does: a probe that learned from the training states gets exactly the
+    other half right (counted here from the sentences), one that learned from the test states nearly all."""
+    import nmtvariants.analysis.layer_probes as layer_probes
+
+    rng = np.random.default_rng(3)
+    words = list(range(len(SPECIALS), VOCAB))  # 16 types; the upper half is recoded in the test set
+    sentences = {
+        part: [rng.choice(words, size=int(n)).tolist() for n in rng.integers(2, 7, size=count)]
+        for part, count in (("train", 200), ("valid", 30), ("test", 40))
+    }
+    upper = words[len(words) // 2 :]
+    recoded = {t: upper[(i + 1) % len(upper)] for i, t in enumerate(upper)}
+    for part, tokens in sentences.items():
+        one_hot_states(tmp_path / f"{part}.npz", tokens, recoded if part == "test" else {})
+    seen = []
+
+    def recording(train, valid, test, n_classes, config):
+        seen.append((train, valid, test))
+        return train_mlp_probe(train, valid, test, n_classes, config)
+
+    monkeypatch.setattr(layer_probes, "train_mlp_probe", recording)
+    args = ["layer-probes", *probe_files(tmp_path), "--output", str(tmp_path / "p.csv")]
+    args += ["--hidden", "32", "--dropout", "0", "--lr", "1e-2", "--batch-size", "64", "--max-epochs", "30"]
+    with single_thread():
+        assert main(args) == 0
+    assert len(seen) == 2  # embeddings and layer 1
+    for train, valid, test in seen:
+        for part, data in (("train", train), ("valid", valid), ("test", test)):
+            flat = [t for sentence in sentences[part] for t in sentence]  # </s> dropped
+            assert data.labels.tolist() == flat, part
+            coded = [recoded.get(t, t) for t in flat] if part == "test" else flat
+            assert data.features.argmax(1).tolist() == coded, part
+    test_tokens = [t for sentence in sentences["test"] for t in sentence]
+    expected = sum(t not in recoded for t in test_tokens) / len(test_tokens)
+    overall = [row for row in read_csv(tmp_path / "p.csv") if row["group_kind"] == "all"]
+    assert [int(row["count"]) for row in overall] == [len(test_tokens)] * 2
+    assert [float(row["accuracy"]) for row in overall] == [pytest.approx(expected)] * 2
 
 
 def test_similarity_and_gate_stats_commands(setup, tmp_path):
@@ -336,7 +394,7 @@ def test_bad_input_is_one_line_and_exit_code_2(setup, tmp_path, capsys):
     assert not (tmp_path / "x.csv").exists()
 
     write_lines(tmp_path / "bad.parity", ["low"] * 60)
-    args = ["layer-probes", "--states", str(setup / "train.npz"), "--test-states", str(setup / "test.npz")]
+    args = ["layer-probes", *probe_files(setup)]
     args += ["--output", str(tmp_path / "p.csv"), "--source-group", f"pos={tmp_path / 'bad.parity'}"]
     assert main(args) == 2
     error = capsys.readouterr().err.strip()
@@ -345,7 +403,7 @@ def test_bad_input_is_one_line_and_exit_code_2(setup, tmp_path, capsys):
         (["--target-frequency", str(setup / "train.tgt")], "--target-frequency needs --vocab"),
         (["--source-group", "pos"], "--source-group 'pos': expected NAME=FILE"),
     ):
-        assert main([*args[:5], "--output", str(tmp_path / "p.csv"), *flags]) == 2
+        assert main([*args[:4], "--output", str(tmp_path / "p.csv"), *flags]) == 2
         assert message in capsys.readouterr().err.strip()
     assert not (tmp_path / "p.csv").exists()
 

@@ -75,6 +75,22 @@ def test_bleu_table_needs_tokenised_bleu():
         tables.bleu_table([record])
 
 
+def test_a_mean_over_given_test_sets_leaves_the_others_out():
+    """Table 3's "test mean" is over Table 1's test sets: a test set outside them keeps its row but not
+    its share of the mean, and a system without one of them cannot have that mean."""
+    records = [*RECORDS[:2], score_record("e/en-de/baseline", "nt17", 40.0, 44.0)]
+    frame = tables.bleu_table(records, mean_testsets=["nt14", "nt15"])
+    assert frame.values.tolist() == [
+        ["e", "en-de", "baseline", "nt14", 21.0, 20.0],
+        ["e", "en-de", "baseline", "nt15", 32.0, 30.0],
+        ["e", "en-de", "baseline", "nt17", 44.0, 40.0],
+        ["e", "en-de", "baseline", "mean", 26.5, 25.0],  # (21 + 32) / 2, (20 + 30) / 2: nt17 left out
+    ]
+    assert tables.bleu_table(records).values.tolist()[-1][-2:] == [(21 + 32 + 44) / 3, 30.0]
+    with pytest.raises(InputError, match="e/en-de/baseline has no scores on nt16; the mean is over"):
+        tables.bleu_table(records, mean_testsets=["nt14", "nt15", "nt16"])
+
+
 def test_variants_table_differences_to_the_baseline():
     switches = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}, "warmup": 300}}
     frame = tables.variants_table(tables.bleu_table(RECORDS[:4]), switches)
@@ -353,13 +369,15 @@ def hand_made_states(path: Path, vocab: Vocabulary, targets: list[str]) -> None:
 
 
 def test_the_decoder_probes_break_down_by_target_pos(tmp_path):
-    """Training sentences hold "der" twice and "die" once (every type in each, so that any validation
-    part sees them all): the probe tells every token apart but says "der" for "die". The held-out
+    """Training (and dev) sentences hold "der" twice and "die" once: the probe tells every token apart
+    but says "der" for "die". The held-out
     target, tagged per word as toyworld tags its targets: DET die (wrong), der (right), die (wrong):
     1/3; NOUN katze, hu@@ nd, hu@@ nd: 5/5; VERB 3/3; all 9/11, on every layer."""
     vocab = Vocabulary([*SPECIALS, *TARGET_WORDS])
     vocab.save(tmp_path / "vocab.txt")
-    hand_made_states(tmp_path / "train.npz", vocab, ["der hu@@ nd der katze die hu@@ nd läuft schläft"] * 40)
+    training = "der hu@@ nd der katze die hu@@ nd läuft schläft"
+    hand_made_states(tmp_path / "train.npz", vocab, [training] * 36)
+    hand_made_states(tmp_path / "valid.npz", vocab, [training] * 4)
     test = ["die katze läuft", "der hu@@ nd schläft", "die hu@@ nd läuft"]
     hand_made_states(tmp_path / "test.npz", vocab, test)
     write_lines(tmp_path / "test.de", test)
@@ -372,10 +390,7 @@ def test_the_decoder_probes_break_down_by_target_pos(tmp_path):
     probes = tmp_path / "probes.csv"
     args = [
         "layer-probes",
-        "--states",
-        str(tmp_path / "train.npz"),
-        "--test-states",
-        str(tmp_path / "test.npz"),
+        *(f"--{part}-states={tmp_path / part}.npz" for part in ("train", "valid", "test")),
     ]
     args += ["--output", str(probes), "--label", "lexical", "--target-group", f"pos={pos}"]
     args += ["--hidden", "32", "--lr", "1e-2", "--batch-size", "32", "--max-epochs", "40", "--patience", "40"]
@@ -623,14 +638,14 @@ DECODING = {"translate", "postprocess", "evaluate"}
             {"train": 3, "emelin2019_count_params": 3},
             DECODING | {"average"} | ANALYSIS,
         ),
-        # probes: states of the three averaged models, source POS from the parse and target POS from
-        # toyworld's tags, nothing decoded
+        # probes: states of the three averaged models over a training sample, the dev and the test set,
+        # source POS from the parse and target POS from toyworld's tags, nothing decoded
         (
             "probes_pos",
             {
                 "train": 3,
                 "average": 3,
-                "emelin2019_states": 3,
+                "emelin2019_states": 9,  # the training sample's, the dev set's and the test set's
                 "emelin2019_layer_probes": 3,
                 "emelin2019_pos": 2,
             },
@@ -683,10 +698,36 @@ def test_the_default_dag_holds_every_table_and_figure_of_the_study():
     assert set(study) <= set(jobs["report"]["input"].split(", "))
 
 
-def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
+@pytest.mark.parametrize(
+    ("configfile", "experiment"),
+    [("experiments/emelin2019.yaml", "emelin2019_ende_base"), ("config.yaml", "emelin2019")],
+)
+def test_the_table_4_and_figure_5_variants_are_feature_fusion(configfile, experiment):
+    """§4: "The following analysis is based on models utilizing lexical shortcuts with feature-fusion".
+    Table 4's "+ self-attn. shortcuts" row is Table 1's feature-fusion row, so its dec-to-enc, non-lexical
+    and Figure 5's encoder-/decoder-only models fuse features too, with feature-fusion's warm-up."""
+    spec = yaml.safe_load((REPO / configfile).read_text(encoding="utf-8"))["experiments"][experiment]
+    variants = spec["variants"]
+    ablations = {name: switches for name, switches in variants.items() if name not in MAIN_VARIANTS}
+    assert {"dec_to_enc", "dec_to_enc_self"} <= set(ablations)
+    for name, switches in ablations.items():
+        assert switches["shortcuts"]["kind"] == "feature_fusion", name
+        assert switches["warmup"] == variants["feature_fusion"]["warmup"], name
+    if configfile == "experiments/emelin2019.yaml":
+        others = {"non_lexical", "encoder_only", "decoder_only"}
+        assert set(ablations) == {"dec_to_enc", "dec_to_enc_self", *others}
+
+
+@pytest.fixture(scope="module")
+def full_scale_jobs() -> list[dict[str, str]]:
+    """The dry-run jobs of the full-scale study (experiments/emelin2019.yaml), planned once."""
     result = snakemake("-n", "-p", "--forceall", "emelin2019", "--configfile", "experiments/emelin2019.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
-    jobs = dry_run_jobs(result.stdout)
+    return dry_run_jobs(result.stdout)
+
+
+def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd(full_scale_jobs):
+    jobs = full_scale_jobs
     outputs = {job.get("output", "") for job in jobs}
     for table in ("table1_bleu", "table2_pairs", "table3_small", "table4_variants", "contrawsd"):
         assert any(output.startswith(f"results/tables/emelin2019/{table}.md") for output in outputs), table
@@ -708,8 +749,104 @@ def test_the_full_scale_study_plans_tables_2_and_3_and_the_real_contrawsd():
     assert "--translit ru" in learned["wmt17_enru"] and "-s 32000" in learned["wmt14_ende"]
 
 
-def test_the_probes_read_both_pos_files_in_the_default_run():
-    jobs = dry_run_jobs(snakemake("-n", "-p", "--forceall", "results/tables/emelin2019/probes_pos.md").stdout)
+def test_table_3_scores_table_1s_test_sets_and_averages_exactly_those(full_scale_jobs):
+    """Table 3's caption: "'test mean' denotes the average of test-sets in table (1)". The small models
+    are evaluated on newstest2014-2018, and the table's mean is told to average exactly those."""
+    table1_testsets = ["newstest2014-full", "newstest2015", "newstest2016", "newstest2017", "newstest2018"]
+    (table3,) = [
+        job for job in full_scale_jobs if job["rule"] == "emelin2019_bleu" and "table3_small" in job["output"]
+    ]
+    assert sorted(table3["input"].split(", ")) == sorted(
+        f"results/emelin2019_ende_small/en-de/{variant}/{testset}.scores.json"
+        for variant in MAIN_VARIANTS
+        for testset in table1_testsets
+    )
+    assert f"--mean-testsets {' '.join(table1_testsets)} " in table3["shell"]
+    (table1,) = [
+        job for job in full_scale_jobs if job["rule"] == "emelin2019_bleu" and "table1_bleu" in job["output"]
+    ]
+    assert "--mean-testsets" not in table1["shell"]
+
+
+def test_the_table_3_command_notes_its_mean(tmp_path):
+    paths = []
+    for index, record in enumerate([*RECORDS[:2], score_record("e/en-de/baseline", "nt17", 40.0, 44.0)]):
+        paths.append(tmp_path / f"{index}.scores.json")
+        paths[-1].write_text(json.dumps(record), encoding="utf-8")
+    out = tmp_path / "table3.md"
+    args = ["emelin2019-bleu", "--scores", *map(str, paths), "--mean-testsets", "nt14", "nt15"]
+    assert main([*args, "--title", "T3", "--out", str(out)]) == 0
+    mean = pd.read_csv(out.with_suffix(".csv")).values.tolist()[-1]
+    assert mean == ["e", "en-de", "baseline", "mean", 26.5, 25.0]
+    assert "the unweighted mean over nt14, nt15 (Table 1's test sets" in out.read_text(encoding="utf-8")
+
+
+def probe_protocol(jobs: list[dict[str, str]], variant: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The layer-probes job of ``variant`` and, per states file it reads, the extraction's command."""
+    (probe,) = [
+        job for job in jobs if job["rule"] == "emelin2019_layer_probes" and f"/{variant}/" in job["output"]
+    ]
+    extractions = {job["output"]: job["shell"] for job in jobs if job["rule"] == "emelin2019_states"}
+    states = {
+        part: extractions[probe["shell"].split(f"--{part}-states ")[1].split()[0]]
+        for part in ("train", "valid", "test")
+    }
+    return probe, states
+
+
+@pytest.fixture(scope="module")
+def probes_pos_jobs() -> list[dict[str, str]]:
+    """The dry-run jobs of the default run's POS probe table, planned once."""
+    result = snakemake("-n", "-p", "--forceall", "results/tables/emelin2019/probes_pos.md")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return dry_run_jobs(result.stdout)
+
+
+def test_the_probes_train_on_the_training_corpus_stop_on_dev_and_report_on_test(probes_pos_jobs):
+    """The authors' protocol (seed brief §1.7): the probe learns from states of the NMT training corpus
+    (its first sentences), early-stops on the dev set's and reports on the test set's (newstest2014 for
+    EN-DE, §A.3); at toy scale a few hundred sentences each, so that the demo stays quick."""
+    jobs = probes_pos_jobs
+    probe, states = probe_protocol(jobs, "lexical")
+    analysis = "results/emelin2019/en-de/lexical/analysis"
+    assert {f"{analysis}/states-{part}.npz" for part in ("train", "valid", "test")} <= set(
+        probe["input"].split(", ")
+    )
+    for part, split in (("train", "train"), ("valid", "valid"), ("test", "test")):
+        assert f"--source data/toyworld/en-de/bpe/{split}.en " in states[part], part
+        assert f"--target data/toyworld/en-de/bpe/{split}.de " in states[part], part
+        assert "--max-sentences 300 " in states[part]
+    assert len({shell.split("--checkpoint ")[1].split()[0] for shell in states.values()}) == 1  # one model
+    (table,) = [job for job in jobs if job["rule"] == "emelin2019_probes"]
+    assert "first 300 sentences of the NMT training corpus (train)" in table["shell"]
+    assert "Deviation: the authors stream 100 batches of the training corpus" in table["shell"]
+
+
+def test_the_full_scale_probes_train_on_a_sample_of_wmt14(full_scale_jobs, tmp_path):
+    probe, states = probe_protocol(full_scale_jobs, "feature_fusion")
+    assert "results/emelin2019_ende_base/" in probe["output"]
+    for part, split, sentences in (
+        ("train", "train", 10000),
+        ("valid", "newstest2013", 5000),
+        ("test", "newstest2014-full", 5000),
+    ):
+        assert f"--source data/wmt14_ende/en-de/bpe/{split}.en " in states[part], part
+        assert f"--max-sentences {sentences} " in states[part], part
+    # the sample's size is a setting of the study
+    config = yaml.safe_load((REPO / "experiments/emelin2019.yaml").read_text(encoding="utf-8"))
+    config["studies"] = {"emelin2019": {"probe_train_sentences": 2500}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = snakemake(
+        "-n", "-p", "--forceall", "--configfile", str(tmp_path / "c.yaml"), "--",
+        "results/emelin2019_ende_base/en-de/feature_fusion/analysis/probes.csv",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    _, states = probe_protocol(dry_run_jobs(result.stdout), "feature_fusion")
+    assert "--max-sentences 2500 " in states["train"] and "--max-sentences 5000 " in states["test"]
+
+
+def test_the_probes_read_both_pos_files_in_the_default_run(probes_pos_jobs):
+    jobs = probes_pos_jobs
     (lexical,) = [
         job for job in jobs if job["rule"] == "emelin2019_layer_probes" and "/lexical/" in job["output"]
     ]

@@ -5,14 +5,17 @@
 #   Table 1   results/tables/emelin2019/table1_bleu.md     EN-DE: tok. BLEU and sacreBLEU per test set, mean
 #   Table 2   results/tables/emelin2019/table2_pairs.md    the other pairs (registered when there are any:
 #             add en-ru to the default experiment's pairs for EN-RU through the ISO 9 BPE path)
-#   Table 3   results/tables/emelin2019/table3_small.md    small EN-DE models (when a `small` experiment exists)
+#   Table 3   results/tables/emelin2019/table3_small.md    small EN-DE models (when a `small` experiment exists);
+#             its mean is over Table 1's test sets (the paper's "test mean"), each of which it must score
 #   Table 4   results/tables/emelin2019/table4_variants.md the analysed experiment's variants: mean BLEU, Δ
 #             (Tables 1-4 take the experiments evaluated with both bleu and tok-bleu)
 #   Table 5   results/tables/emelin2019/table5_params_speed.md  parameters, training speed vs the baseline
 #   bootstrap results/tables/emelin2019/bootstrap.md       sacreBLEU and chrF per test set, Δ and paired
 #             bootstrap p-value of every variant against the baseline (the real-data comparison)
 #   probes    results/tables/emelin2019/probes_frequency.md (and probes_pos.md where POS exists: source POS
-#             for the encoder layers, target POS for the decoder layers; toyworld only)
+#             for the encoder layers, target POS for the decoder layers; toyworld only). As the authors,
+#             each probe trains on states of the NMT training corpus (its first sentences: the key
+#             studies.emelin2019.probe_train_sentences), early-stops on the dev set, reports on the test set
 #   gates     results/tables/emelin2019/gates.md           shortcut gate activations per layer
 #   ContraWSD results/tables/emelin2019/contrawsd.md       accuracy overall, per sense, per frequency class
 #   Figs 3-4, 6-7  results/figures/emelin2019/{probes,similarity}_{encoder,decoder}.png (Fig. 5, validation
@@ -80,31 +83,35 @@ localrules:
 
 
 rule emelin2019_states:
+    # the states of one probe part: the first sentences of the NMT training corpus (the probes' training
+    # data), the dev set (their early stopping) or the probed test set (their accuracy, the similarity)
     input:
         model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
         vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
         source=lambda wc: emelin_run_bpe(
             wc.experiment,
             wc.pair,
-            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
+            f"{emelin_states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[0]}",
         ),
         target=lambda wc: emelin_run_bpe(
             wc.experiment,
             wc.pair,
-            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
+            f"{emelin_states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[1]}",
         ),
     output:
-        temp("results/{experiment}/{pair}/{variant}/analysis/states.npz"),
+        temp("results/{experiment}/{pair}/{variant}/analysis/states-{part}.npz"),
     log:
-        "logs/emelin2019/states/{experiment}/{pair}/{variant}.log",
+        "logs/emelin2019/states/{experiment}/{pair}/{variant}-{part}.log",
+    wildcard_constraints:
+        part="|".join(EMELIN_PROBE_PARTS),
     conda:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=8000,
+        mem_mb=lambda wc: emelin_states_mem_mb(wc.experiment, wc.part),
         runtime=60,
     params:
-        max_sentences=lambda wc: emelin_caps(wc.experiment)["max_sentences"],
+        max_sentences=lambda wc: emelin_states_sentences(wc.experiment, wc.part),
         names=[
             f"{side}.{name}"
             for side in ("encoder", "decoder")
@@ -161,7 +168,8 @@ rule emelin2019_layer_probes:
             for arg in (f"--{part}-group", f"pos={input[key]}")
         ],
     shell:
-        "nmtvariants layer-probes --states {input.states:q} --label {params.label:q}"
+        "nmtvariants layer-probes --train-states {input.train_states:q}"
+        " --valid-states {input.valid_states:q} --test-states {input.test_states:q} --label {params.label:q}"
         " --max-epochs {params.max_epochs:q} --vocab {input.vocab:q}"
         " --source-frequency {input.source_train:q} --target-frequency {input.target_train:q}"
         " {params.groups:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
@@ -170,7 +178,7 @@ rule emelin2019_layer_probes:
 rule emelin2019_similarity:
     input:
         lambda wc: [
-            f"results/{wc.experiment}/{wc.pair}/{variant}/analysis/states.npz"
+            f"results/{wc.experiment}/{wc.pair}/{variant}/analysis/states-test.npz"
             for variant in emelin_analysed_variants(wc.experiment, wc.pair)
         ],
     output:
@@ -407,8 +415,9 @@ rule emelin2019_bleu:
         variants=lambda wc: list(
             dict.fromkeys(v for _, _, v in emelin_bleu_systems(wc))
         ),
+        mean=lambda wc: emelin_mean_args(wc.table),
     shell:
-        "nmtvariants emelin2019-bleu --scores {input:q} --variants {params.variants:q}"
+        "nmtvariants emelin2019-bleu --scores {input:q} --variants {params.variants:q} {params.mean:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 
@@ -515,11 +524,17 @@ rule emelin2019_probes:
             if wc.breakdown == "frequency"
             else "Lexical probes by layer and POS (encoder: source POS, decoder: target POS)"
         ),
-        note=lambda wc: (
-            ["--note", EMELIN_NO_POS_NOTE]
-            if wc.breakdown == "frequency" and not EMELIN_POS
-            else []
-        ),
+        note=lambda wc: [
+            "--note",
+            " ".join(
+                [emelin_probe_note()]
+                + (
+                    [EMELIN_NO_POS_NOTE]
+                    if wc.breakdown == "frequency" and not EMELIN_POS
+                    else []
+                )
+            ),
+        ],
     shell:
         "nmtvariants emelin2019-probes --csv {input:q} --group-kind {params.kind:q} {params.note:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"

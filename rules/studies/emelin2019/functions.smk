@@ -12,15 +12,22 @@ EMELIN_EXPERIMENTS = {
     name: spec for name, spec in EXPERIMENTS.items() if spec["study"] == EMELIN
 }
 EMELIN_CONTRAWSD_DEEN = "data/contrawsd_deen/raw/contrawsd.json"
-# At toy scale the probes see a few hundred test sentences and stop within 30 epochs (the demo budget);
-# small models on a small real corpus (Multi30k: 1,000 test sentences, a vocabulary of ~10k, 24 probes
-# on one core) the whole test set within 30 epochs; at full scale the first 5,000 test sentences, the
-# authors' 100 epochs. Every probe stops earlier when its validation accuracy stalls (patience 5).
+# The lexical probes train on the states of the first `train_sentences` of the NMT training corpus, stop
+# early on the dev set's and report on the test set's (the authors' protocol, seed brief §1.7), the
+# dev and test sets cut to their first `max_sentences`. At toy scale a few hundred sentences each and
+# at most 30 epochs (the demo budget); small models on a small real corpus (Multi30k: 1,000 test
+# sentences, a vocabulary of ~10k, 24 probes on one core) 1,000 each within 30 epochs; at full scale
+# 10,000 training sentences (~300k tokens a side, of the order of the authors' 100 NMT batches; their
+# states are stored, not streamed: ~10 GB in float32) and 5,000 dev/test sentences, the authors' 100
+# epochs. Every probe stops earlier when its dev accuracy stalls (patience 5).
+# `studies.emelin2019.probe_train_sentences` replaces the training sample's size at every scale.
 EMELIN_CAPS = {
-    "toy": {"max_sentences": 300, "max_epochs": 30},
-    "small": {"max_sentences": 1000, "max_epochs": 30},
-    "full": {"max_sentences": 5000, "max_epochs": 100},
+    "toy": {"train_sentences": 300, "max_sentences": 300, "max_epochs": 30},
+    "small": {"train_sentences": 1000, "max_sentences": 1000, "max_epochs": 30},
+    "full": {"train_sentences": 10000, "max_sentences": 5000, "max_epochs": 100},
 }
+EMELIN_PROBE_PARTS = ("train", "valid", "test")
+EMELIN_SETTINGS = (config.get("studies") or {}).get(EMELIN) or {}
 
 
 def emelin_is_toy(experiment):
@@ -81,6 +88,21 @@ EMELIN_BLEU_TABLES = {
 }
 
 
+def emelin_mean_args(table):
+    """``--mean-testsets`` of a BLEU table: Table 3's "test mean" is "the average of test-sets in table
+    (1)" (its caption), so it averages Table 1's test sets; Tables 1 and 2 average their own.
+    """
+    if table != "table3_small" or "table1_bleu" not in EMELIN_BLEU_TABLES:
+        return []
+    _, *selection = EMELIN_BLEU_TABLES["table1_bleu"]
+    testsets = dict.fromkeys(
+        testset
+        for name, _, _ in emelin_systems(*selection, metrics=EMELIN_BLEU_METRICS)
+        for testset in EMELIN_EXPERIMENTS[name]["evaluate"]["testsets"]
+    )
+    return ["--mean-testsets", *testsets]
+
+
 def emelin_scores(systems):
     return [
         f"results/{name}/{pair}/{variant}/{testset}.scores.json"
@@ -138,6 +160,45 @@ def emelin_run_bpe(experiment, pair, name):
 
 def emelin_probe_testset(experiment):
     return EMELIN_EXPERIMENTS[experiment]["evaluate"]["testsets"][0]
+
+
+def emelin_probe_train_sentences(experiment):
+    return EMELIN_SETTINGS.get(
+        "probe_train_sentences", emelin_caps(experiment)["train_sentences"]
+    )
+
+
+def emelin_states_split(experiment, part):
+    """The corpus split whose states make probe part ``part`` (train, valid or test)."""
+    if part == "test":
+        return emelin_probe_testset(experiment)
+    return CORPORA[EMELIN_EXPERIMENTS[experiment]["corpus"]][part]
+
+
+def emelin_states_sentences(experiment, part):
+    """How many sentences from the start of the part's split are extracted."""
+    if part == "train":
+        return emelin_probe_train_sentences(experiment)
+    return emelin_caps(experiment)["max_sentences"]
+
+
+def emelin_states_mem_mb(experiment, part):
+    # every layer of both stacks is held twice while the file is assembled: ~2 MB a sentence at BASE
+    return max(8000, 3 * emelin_states_sentences(experiment, part))
+
+
+def emelin_probe_note():
+    """The probes' protocol as the tables state it, and where it differs from the authors'."""
+    corpus = CORPORA[EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["corpus"]]
+    caps = emelin_caps(EMELIN_ANALYSED)
+    return (
+        f"Each probe trains on the states of the first {emelin_probe_train_sentences(EMELIN_ANALYSED)}"
+        f" sentences of the NMT training corpus ({corpus['train']}), stops early on the dev set"
+        f" ({corpus['valid']}, first {caps['max_sentences']} sentences) and is scored on the test set"
+        f" ({emelin_probe_testset(EMELIN_ANALYSED)}, first {caps['max_sentences']} sentences), as the"
+        " authors' probes. Deviation: the authors stream 100 batches of the training corpus through the"
+        " model; here a capped sample from its start is extracted and stored."
+    )
 
 
 # The paper probes its BASE models: the first EN-DE experiment that is neither big nor small, else (a
@@ -207,10 +268,16 @@ def emelin_labelled(files):
 
 
 def emelin_probe_inputs(wildcards):
+    """The three states files of the probe protocol (training corpus, dev, test), the vocabulary, the
+    whole BPE'd training text (the frequency bins) and, on toyworld, the test set's POS.
+    """
+    analysis = (
+        f"results/{wildcards.experiment}/{wildcards.pair}/{wildcards.variant}/analysis"
+    )
     inputs = {
-        "states": f"results/{wildcards.experiment}/{wildcards.pair}/{wildcards.variant}/analysis/states.npz",
-        "vocab": emelin_run_bpe(wildcards.experiment, wildcards.pair, "vocab.txt"),
+        f"{part}_states": f"{analysis}/states-{part}.npz" for part in EMELIN_PROBE_PARTS
     }
+    inputs["vocab"] = emelin_run_bpe(wildcards.experiment, wildcards.pair, "vocab.txt")
     src, tgt = wildcards.pair.split("-")
     train = CORPORA[EMELIN_EXPERIMENTS[wildcards.experiment]["corpus"]]["train"]
     inputs["source_train"] = emelin_run_bpe(

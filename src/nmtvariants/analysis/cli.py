@@ -286,15 +286,20 @@ def add_layer_analysis_parsers(subparsers: argparse._SubParsersAction) -> None:
     ga.set_defaults(func=run_gate_stats)
 
     lp = subparsers.add_parser(
-        "layer-probes", help="a lexical probe per encoder/decoder layer; held-out accuracy by group -> CSV"
+        "layer-probes",
+        help="a lexical probe per encoder/decoder layer, trained on training-corpus states, early-stopped "
+        "on dev states; test accuracy by group -> CSV",
     )
-    lp.add_argument("--states", required=True, help="states file from extract-states (every layer)")
-    lp.add_argument("--test-states", help="report on this states file (same model) instead of a test part")
+    lp.add_argument(
+        "--train-states",
+        required=True,
+        help="states of (a sample of) the NMT training corpus: probe training",
+    )
+    lp.add_argument("--valid-states", required=True, help="states of the dev set: early stopping")
+    lp.add_argument("--test-states", required=True, help="states of the test set: the reported accuracy")
     lp.add_argument("--output", required=True, help="CSV (variant, side, layer, group_kind, group, ...)")
-    lp.add_argument("--label", help="the variant column (default: the states file's stem)")
+    lp.add_argument("--label", help="the variant column (default: the test states file's stem)")
     lp.add_argument("--sides", **sides)
-    lp.add_argument("--valid-fraction", type=float, default=0.1, help="sentences for early stopping")
-    lp.add_argument("--test-fraction", type=float, default=0.2, help="held-out sentences (no --test-states)")
     lp.add_argument("--seed", type=int, default=1)
     _add_caps(lp)
     lp.add_argument("--hidden", type=int, help="probe hidden units (512)")
@@ -310,7 +315,8 @@ def add_layer_analysis_parsers(subparsers: argparse._SubParsersAction) -> None:
             action="append",
             default=[],
             metavar="NAME=FILE",
-            help=f"{side} accuracy per label of FILE (one label per BPE token, parallel to the {part} text)",
+            help=f"{side} accuracy per label of FILE (one label per BPE token, parallel to the test set's "
+            f"{part} text)",
         )
         lp.add_argument(
             f"--{part}-frequency",
@@ -364,9 +370,10 @@ def run_layer_probes(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--{part}-group {spec!r}: expected NAME=FILE")
     if args.threads:
         torch.set_num_threads(args.threads)
-    file = read_state_file(args.states)
-    test_file = read_state_file(args.test_states) if args.test_states else file
-    sides = file_sides(test_file, file_sides(file, args.sides))
+    train_file = read_state_file(args.train_states)
+    valid_file = read_state_file(args.valid_states)
+    test_file = read_state_file(args.test_states)
+    sides = file_sides(test_file, file_sides(valid_file, file_sides(train_file, args.sides)))
     groups = {}
     for part, side in (("source", "encoder"), ("target", "decoder")):
         if side in sides and (getattr(args, f"{part}_group") or getattr(args, f"{part}_frequency")):
@@ -379,19 +386,18 @@ def run_layer_probes(args: argparse.Namespace) -> int:
             index = TokenStates(f"{side}.embeddings", np.empty((0, 0)), test_file.indices[side])
             groups[side] = _groups(request, test_file, index)
     settings = LayerProbeSettings(
-        valid_fraction=args.valid_fraction,
-        test_fraction=args.test_fraction,
         bins=args.bins,
         max_sentences=args.max_sentences,
         max_tokens=args.max_tokens,
         probe=_settings(MLPProbeConfig, args, seed=args.seed),
     )
     rows = probe_layers(
-        file,
+        train_file,
+        valid_file,
+        test_file,
         settings,
-        test_file if args.test_states else None,
         groups,
-        args.label or Path(args.states).stem,
+        args.label or Path(args.test_states).stem,
         sides,
     )
     write_csv(args.output, rows, COLUMNS)

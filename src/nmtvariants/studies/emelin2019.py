@@ -71,11 +71,19 @@ def variant_conditions(switches: Mapping[str, Mapping[str, Any] | None]) -> set[
 # --- Tables 1 and 2: BLEU ---------------------------------------------------------------------------
 
 
-def bleu_table(records: Sequence[Mapping[str, Any]], variants: Sequence[str] | None = None) -> pd.DataFrame:
+def bleu_table(
+    records: Sequence[Mapping[str, Any]],
+    variants: Sequence[str] | None = None,
+    mean_testsets: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Rows ``experiment, pair, variant, testset, tok. BLEU, BLEU`` from score records (``evaluate``
     JSONs, whose ``system`` is ``experiment/pair/variant``), test sets in the order first seen, then one
     ``mean`` row per (experiment, pair, variant): the unweighted mean over its test sets, as the paper
-    averages the newstest years. ``variants`` orders the rows (default: first seen)."""
+    averages the newstest years. ``variants`` orders the rows (default: first seen).
+
+    ``mean_testsets``: average over exactly these test sets, each of which every system must have been
+    scored on (other test sets keep their rows but stay out of the mean). Tables 3 and 4's "test mean"
+    is the average over Table 1's test sets, whichever columns the table shows."""
     rows = []
     for record in records:
         experiment, pair, variant = [*record["system"].split("/"), "", ""][:3]
@@ -109,14 +117,23 @@ def bleu_table(records: Sequence[Mapping[str, Any]], variants: Sequence[str] | N
             if block.empty:
                 continue
             out += block.to_dict("records")
+            averaged = block
+            if mean_testsets:
+                missing = [name for name in mean_testsets if name not in set(block["testset"])]
+                if missing:
+                    raise InputError(
+                        f"bleu table: {experiment}/{pair}/{variant} has no scores on {', '.join(missing)}; "
+                        "the mean is over those test sets, so evaluate it on them"
+                    )
+                averaged = block[block["testset"].isin(mean_testsets)]
             out.append(
                 {
                     "experiment": experiment,
                     "pair": pair,
                     "variant": variant,
                     "testset": MEAN,
-                    TOK_BLEU: float(block[TOK_BLEU].mean()),
-                    BLEU: float(block[BLEU].mean()),
+                    TOK_BLEU: float(averaged[TOK_BLEU].mean()),
+                    BLEU: float(averaged[BLEU].mean()),
                 }
             )
     return pd.DataFrame(out, columns=["experiment", "pair", "variant", "testset", TOK_BLEU, BLEU])

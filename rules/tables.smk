@@ -1,5 +1,6 @@
 # Aggregated tables: cheap, run locally even under a cluster profile. Each experiment's scores table
-# is registered with its study: results/tables/<study>/<experiment>.md.
+# is registered with its study: results/tables/<study>/<experiment>.md, one row per system with the
+# mean ± sd over its replicas (one per seed of the experiment's `seeds`).
 
 for _name, _experiment in EXPERIMENTS.items():
     register_table(
@@ -81,5 +82,7 @@ rule scores_table:
         runtime=10,
     params:
         title=lambda wc: f"{wc.experiment}: translation quality",
+        seeds=scores_table_seeds,
     shell:
-        "nmtvariants scores-table {input:q} --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        "nmtvariants scores-table {input:q} --seeds {params.seeds:q} --title {params.title:q}"
+        " --out {output.md:q} > {log:q} 2>&1"

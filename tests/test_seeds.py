@@ -147,6 +147,7 @@ def test_the_default_scores_tables_plan_each_shared_run_once_per_seed(tmp_path):
         "baseline-seed2",
         "baseline-seed3",
     ]
+    assert "--seeds 1 2 3 " in table["shell"]
 
 
 @pytest.mark.parametrize("paper", PAPERS)

@@ -21,6 +21,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     scores.add_argument("scores", nargs="+", type=Path, help="JSON files from `nmtvariants evaluate`")
     scores.add_argument("--title", required=True)
     scores.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
+    scores.add_argument(
+        "--seeds",
+        nargs="+",
+        help="the training seed of each score file, in the same order (default: from <variant>-seed<N>)",
+    )
     scores.set_defaults(func=run_scores_table)
 
     figure = subparsers.add_parser(
@@ -62,11 +67,14 @@ def run_figure(args: argparse.Namespace) -> None:
 
 
 def run_scores_table(args: argparse.Namespace) -> None:
-    from nmtvariants.reporting.results import scores_table, signature_notes
+    from nmtvariants.reporting.replicas import seeds_note
+    from nmtvariants.reporting.results import replicated_scores_table, signature_notes
 
-    frame, signatures = scores_table(args.scores)
-    notes = "Signatures:\n\n" + signature_notes(signatures) if signatures else ""
-    write_table(frame, args.out, title=args.title, notes=notes, sources=args.scores)
+    frame, markdown, seeds, signatures = replicated_scores_table(args.scores, args.seeds)
+    notes = seeds_note(seeds)
+    if signatures:
+        notes += "\n\nSignatures:\n\n" + signature_notes(signatures)
+    write_table(frame, args.out, title=args.title, notes=notes, sources=args.scores, markdown=markdown)
 
 
 def run_data_stats(args: argparse.Namespace) -> None:

@@ -1,5 +1,7 @@
 """Score tables: one row per (system, test set) from the evaluation JSONs, metrics as columns,
 with the sacreBLEU signature of each metric kept beside the table so a number can be trusted later.
+A system trained with several seeds is one row: mean ± sample standard deviation over its replicas
+(nmtvariants.reporting.replicas), each seed's score kept in the CSV.
 
 Signatures must agree across the rows of one table (same tokenizer, smoothing, sacreBLEU version),
 or the rows are not comparable. A disagreement is not an error here -- the table is still worth
@@ -8,12 +10,16 @@ seeing -- but it is stated in the table's notes and in the report, never hidden 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from nmtvariants.config import REPLICA_SUFFIX
+from nmtvariants.errors import InputError
 from nmtvariants.evaluation.results import read_scores_json
+from nmtvariants.reporting.replicas import aggregate_replicas
 
 METRIC_LABELS = {
     "bleu": "BLEU",
@@ -51,20 +57,67 @@ def collect_signatures(per_file: dict[str, dict[str, str]]) -> Signatures:
     return grouped
 
 
-def scores_table(score_files: list[Path]) -> tuple[pd.DataFrame, Signatures]:
-    """Rows ``system`` (split into its ``experiment/pair/variant`` parts), ``testset`` and one column
-    per metric; also the signatures, metric -> signature -> files (one signature per metric when
-    the rows agree)."""
+UNRECORDED_SEED = "?"
+KEYS = ["experiment", "pair", "variant", "testset"]
+
+
+def scores_table(
+    score_files: Sequence[Path], seeds: Sequence[object] | None = None
+) -> tuple[pd.DataFrame, Signatures]:
+    """One row per score file: ``system`` (split into its ``experiment/pair/variant`` parts), its
+    training ``seed``, ``testset`` and one column per metric; also the signatures, metric ->
+    signature -> files (one signature per metric when the rows agree).
+
+    ``seeds`` gives each file's training seed; a replica folder ``<variant>-seed<N>`` (the further
+    seeds of nmtvariants.config.replica_name) is then read back as ``variant``. Without ``seeds`` the
+    seed comes from such a folder name, and is ``?`` for a plain one."""
+    if seeds is not None and len(seeds) != len(score_files):
+        raise InputError(
+            f"scores-table: {len(seeds)} seeds for {len(score_files)} score files; give one seed per file"
+        )
     rows, per_file = [], {}
-    for path in score_files:
+    for index, path in enumerate(score_files):
         record = read_scores_json(path)
-        experiment, pair, variant = [*record["system"].split("/"), "", "", ""][:3]
-        row = {"experiment": experiment, "pair": pair, "variant": variant, "testset": record["testset"]}
+        experiment, pair, replica = [*record["system"].split("/"), "", "", ""][:3]
+        variant, seed = _replica_seed(replica, None if seeds is None else seeds[index])
+        row = {
+            "experiment": experiment,
+            "pair": pair,
+            "variant": variant,
+            "seed": seed,
+            "testset": record["testset"],
+        }
         for metric, result in record["scores"].items():
             row[METRIC_LABELS.get(metric, metric)] = result["score"]
         per_file[str(path)] = score_signatures(record)
         rows.append(row)
     return pd.DataFrame(rows), collect_signatures(per_file)
+
+
+def _replica_seed(replica: str, seed: object | None) -> tuple[str, object]:
+    """(variant, seed) of a result folder name, given its seed or not."""
+    match = REPLICA_SUFFIX.match(replica)
+    if seed is not None:
+        seed = int(seed) if str(seed).lstrip("-").isdigit() else seed
+        if match and str(match["seed"]) == str(seed):
+            return match["variant"], seed
+        return replica, seed
+    if match:
+        return match["variant"], int(match["seed"])
+    return replica, UNRECORDED_SEED
+
+
+def replicated_scores_table(
+    score_files: Sequence[Path], seeds: Sequence[object] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[object], Signatures]:
+    """The scores table over replicas: one row per (experiment, pair, variant, test set) with ``n``,
+    each metric's mean over seeds and ``<metric> sd`` (sample standard deviation), and each seed's
+    score (``<metric> seed <s>``) -- the CSV frame; the markdown frame with ``mean ± sd`` cells; the
+    seeds; the signatures (:func:`scores_table`)."""
+    long, signatures = scores_table(score_files, seeds)
+    metrics = [column for column in long.columns if column not in (*KEYS, "seed")]
+    csv, markdown, seen = aggregate_replicas(long, KEYS, metrics)
+    return csv, markdown, seen, signatures
 
 
 def signature_lines(signatures: Signatures) -> list[str]:

@@ -57,10 +57,18 @@ def source_record(path: PathLike) -> dict[str, Any]:
 
 
 def write_table(
-    frame: pd.DataFrame, md_path: PathLike, title: str, notes: str = "", sources: Sequence[PathLike] = ()
+    frame: pd.DataFrame,
+    md_path: PathLike,
+    title: str,
+    notes: str = "",
+    sources: Sequence[PathLike] = (),
+    markdown: pd.DataFrame | None = None,
 ) -> None:
     """Write ``frame`` as ``md_path`` (markdown, with a title and notes), the same stem as CSV, and
-    the provenance record of the table and of ``sources`` (the files it was built from)."""
+    the provenance record of the table and of ``sources`` (the files it was built from).
+
+    ``markdown``, when given, is what the markdown shows instead of ``frame`` (e.g. ``mean ± sd``
+    cells over seeds, while the CSV keeps the numbers and each seed's score)."""
     md_path = Path(md_path)
     with atomic_write(md_path.with_suffix(".csv")) as out:
         frame.to_csv(out, index=False)
@@ -74,7 +82,7 @@ def write_table(
         out.write("\n")
     with atomic_write(md_path) as out:
         out.write(f"# {title}\n\n")
-        out.write(frame.to_markdown(index=False, floatfmt=".2f"))
+        out.write((frame if markdown is None else markdown).to_markdown(index=False, floatfmt=".2f"))
         out.write("\n")
         if notes:
             out.write(f"\n{notes.strip()}\n")

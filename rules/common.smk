@@ -461,10 +461,40 @@ def scores_table_inputs(wildcards):
             f"experiment {wildcards.experiment} belongs to study {study}:"
             f" ask for results/tables/{study}/{wildcards.experiment}.md"
         )
-    return [
-        f"results/{wildcards.experiment}/{replica.pair}/{replica.name}/{testset}.scores.json"
-        for replica, testset in scores_table_replicas(wildcards.experiment)
-    ]
+    experiment = wildcards.experiment
+    inputs = {
+        "scores": [
+            f"results/{experiment}/{replica.pair}/{replica.name}/{testset}.scores.json"
+            for replica, testset in scores_table_replicas(experiment)
+        ]
+    }
+    if reference_variant(experiment):
+        # the significance test reads the outputs and references the score files name
+        corpus = EXPERIMENTS[experiment]["corpus"]
+        inputs["hyps"] = [
+            path.removesuffix(".scores.json") + ".hyp" for path in inputs["scores"]
+        ]
+        inputs["refs"] = unique(
+            f"data/{corpus}/raw/{testset}.{replica.pair.split('-')[1]}"
+            for replica, testset in scores_table_replicas(experiment)
+        )
+    return inputs
+
+
+def reference_variant(experiment):
+    """The variant every other one of the scores table is tested against: the experiment's first
+    (its baseline in every config), or None for an experiment of one variant."""
+    variants = list(EXPERIMENTS[experiment]["variants"])
+    return variants[0] if len(variants) > 1 else None
+
+
+def scores_table_reference(wildcards):
+    """`scores-table` options for the significance of each variant against the reference, over
+    all replicas (nmtvariants.evaluation.significance.replica_bootstrap)."""
+    reference = reference_variant(wildcards.experiment)
+    if reference is None:
+        return []
+    return ["--reference", reference, "--significance-seed", str(config["seed"])]
 
 
 def scores_table_replicas(experiment):

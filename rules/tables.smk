@@ -64,7 +64,7 @@ rule preprocessing_table:
 
 rule scores_table:
     input:
-        scores_table_inputs,
+        unpack(scores_table_inputs),
     output:
         md="results/tables/{study}/{experiment}.md",
         csv="results/tables/{study}/{experiment}.csv",
@@ -83,6 +83,7 @@ rule scores_table:
     params:
         title=lambda wc: f"{wc.experiment}: translation quality",
         seeds=scores_table_seeds,
+        significance=scores_table_reference,
     shell:
-        "nmtvariants scores-table {input:q} --seeds {params.seeds:q} --title {params.title:q}"
-        " --out {output.md:q} > {log:q} 2>&1"
+        "nmtvariants scores-table {input.scores:q} --seeds {params.seeds:q} {params.significance:q}"
+        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"

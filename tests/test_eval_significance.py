@@ -120,3 +120,32 @@ def test_cli_significance(tmp_path: Path, systems: tuple[list[str], list[str], l
     assert record["metrics"]["bleu"]["p_value"] < 0.05
     assert record["systems"] == ["base", "sys"]
     assert len(record["system_file"]["sha256"]) == 64
+
+
+def test_over_one_replica_each_the_replica_test_is_sacrebleus_paired_bootstrap(
+    systems: tuple[list[str], list[str], list[str]],
+) -> None:
+    """replica_bootstrap draws the sentences exactly as sacreBLEU does, so with one replica per side
+    (the replica draws are then all 0) it gives the same p-value, sample for sample."""
+    from nmtvariants.evaluation.significance import REPLICA_TEST, replica_bootstrap
+
+    refs, good, poor = (part[:60] for part in systems)
+    ours = replica_bootstrap([poor], [good], [refs], "de", ("bleu", "chrf"), n_samples=300, seed=21)
+    theirs = paired_bootstrap(poor, good, [refs], "de", ("bleu", "chrf"), n_samples=300, seed=21)
+    assert ours["test"] == REPLICA_TEST and ours["replicas"] == {"baseline": 1, "system": 1}
+    for name in ("bleu", "chrf"):
+        assert ours["metrics"][name]["p_value"] == theirs["metrics"][name]["p_value"]
+        assert ours["metrics"][name]["delta"] == pytest.approx(theirs["metrics"][name]["delta"], abs=1e-9)
+        assert ours["metrics"][name]["baseline"]["sd"] is None  # one seed: no spread
+
+
+def test_replicas_of_identical_systems_are_not_significant(
+    systems: tuple[list[str], list[str], list[str]],
+) -> None:
+    from nmtvariants.evaluation.significance import replica_bootstrap
+
+    refs, good, poor = (part[:40] for part in systems)
+    result = replica_bootstrap([good, poor], [poor, good], [refs], "de", n_samples=100)
+    assert result["identical_outputs"] is True and result["metrics"]["bleu"]["p_value"] == 1.0
+    with pytest.raises(InputError, match="line-parallel"):
+        replica_bootstrap([good], [poor[:-1]], [refs], "de")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import statistics
 
+import numpy as np
 import pandas as pd
 import pytest
 import sacrebleu
@@ -204,3 +205,57 @@ def test_without_seeds_the_replica_folders_give_the_seeds(tmp_path):
         "BLEU seed 2",
         "BLEU seed 3",
     ]
+
+
+def naive_replica_bootstrap(
+    baseline: list[list[str]], system: list[list[str]], n_samples: int, seed: int
+) -> float:
+    """The test of nmtvariants.evaluation.significance.replica_bootstrap written as a plain loop: the
+    same draws from the same generator, each sample's BLEU rescored from scratch by sacreBLEU."""
+    rng = np.random.default_rng(seed)
+    n = len(REFERENCE)
+    sentences = rng.choice(n, size=(n_samples, n), replace=True)
+    drawn_system = rng.choice(len(system), size=(n_samples, len(system)), replace=True)
+    drawn_baseline = rng.choice(len(baseline), size=(n_samples, len(baseline)), replace=True)
+
+    def bleu(hypotheses: list[str], lines) -> float:
+        return sacrebleu.corpus_bleu([hypotheses[i] for i in lines], [[REFERENCE[i] for i in lines]]).score
+
+    everything = range(n)
+    observed = statistics.mean(bleu(h, everything) for h in system) - statistics.mean(
+        bleu(h, everything) for h in baseline
+    )
+    differences = []
+    for sample in range(n_samples):
+        system_mean = statistics.mean(bleu(system[j], sentences[sample]) for j in drawn_system[sample])
+        baseline_mean = statistics.mean(bleu(baseline[j], sentences[sample]) for j in drawn_baseline[sample])
+        differences.append(system_mean - baseline_mean)
+    mean_absolute = sum(abs(d) for d in differences) / n_samples
+    exceeding = sum(1 for d in differences if abs(d) - mean_absolute > abs(observed))
+    return (exceeding + 1) / (n_samples + 1)
+
+
+def test_significance_over_all_replicas_equals_a_naive_loop_and_is_named(tmp_path):
+    files, seeds = three_seed_scores(tmp_path)
+    md = tmp_path / "table.md"
+    options = ["--reference", "baseline", "--significance-samples", "150", "--significance-seed", "99"]
+    args = ["scores-table", *map(str, files), "--seeds", *seeds, *options, "--title", "T", "--out", str(md)]
+    assert main(args) == 0
+    frame = pd.read_csv(md.with_suffix(".csv"))
+    expected = naive_replica_bootstrap(REPLICAS["baseline"], REPLICAS["shortcuts"], 150, 99)
+    assert frame["BLEU p"].iloc[1] == pytest.approx(expected, abs=1e-12)
+    assert np.isnan(frame["BLEU p"].iloc[0])  # the reference is not tested against itself
+    text = md.read_text(encoding="utf-8")
+    assert (
+        "Significance (BLEU p): each variant against baseline on the same test set, over all replicas" in text
+    )
+    assert "paired bootstrap over sentences and replicas" in text and "default_rng(seed 99)" in text
+    row = next(line for line in text.splitlines() if "| shortcuts " in line)
+    assert row.rstrip(" |").endswith(f" {expected:.3f}")  # p with three decimals
+
+
+def test_a_changed_hypothesis_is_not_tested_silently(tmp_path):
+    files, seeds = three_seed_scores(tmp_path)
+    write_lines(tmp_path / "shortcuts-seed2" / "toytest.hyp", REFERENCE)
+    args = ["scores-table", *map(str, files), "--seeds", *seeds, "--reference", "baseline"]
+    assert main([*args, "--title", "T", "--out", str(tmp_path / "t.md")]) != 0

@@ -6,6 +6,8 @@ from nmtvariants.config import (
     canonical_json,
     content_id,
     decode_settings,
+    experiment_replicas,
+    experiment_seeds,
     experiment_systems,
     input_files,
     shared_bpe_languages,
@@ -329,7 +331,9 @@ def network_vocab_inputs(wildcards):
 # decode/<decode id>/<testset>.bpe.hyp); the run id is the hash of the run settings (data, model,
 # variant, train settings and seed: nmtvariants.config.run_settings), so identical runs of
 # different experiments are one job. Experiments keep their own post-processed hypotheses and
-# scores under results/<experiment>/<pair>/<variant>/.
+# scores under results/<experiment>/<pair>/<replica>/: one replica per seed of `seeds`, named
+# by nmtvariants.config.replica_name (the first seed's is the variant's own name), so every rule
+# with a {variant} wildcard serves every replica, and RUN_OF maps (experiment, pair, replica).
 
 EXPERIMENTS = config.get("experiments", {})
 RUNS = training_runs(config)
@@ -464,11 +468,55 @@ def scores_table_inputs(wildcards):
             f"experiment {wildcards.experiment} belongs to study {study}:"
             f" ask for results/tables/{study}/{wildcards.experiment}.md"
         )
-    spec = EXPERIMENTS[wildcards.experiment]
+    experiment = wildcards.experiment
+    inputs = {
+        "scores": [
+            f"results/{experiment}/{replica.pair}/{replica.name}/{testset}.scores.json"
+            for replica, testset in scores_table_replicas(experiment)
+        ]
+    }
+    if reference_variant(experiment):
+        # the significance test reads the outputs and references the score files name
+        corpus = EXPERIMENTS[experiment]["corpus"]
+        inputs["hyps"] = [
+            path.removesuffix(".scores.json") + ".hyp" for path in inputs["scores"]
+        ]
+        inputs["refs"] = unique(
+            f"data/{corpus}/raw/{testset}.{replica.pair.split('-')[1]}"
+            for replica, testset in scores_table_replicas(experiment)
+        )
+    return inputs
+
+
+def reference_variant(experiment):
+    """The variant every other one of the scores table is tested against: the experiment's first
+    (its baseline in every config), or None for an experiment of one variant."""
+    variants = list(EXPERIMENTS[experiment]["variants"])
+    return variants[0] if len(variants) > 1 else None
+
+
+def scores_table_reference(wildcards):
+    """`scores-table` options for the significance of each variant against the reference, over
+    all replicas (nmtvariants.evaluation.significance.replica_bootstrap)."""
+    reference = reference_variant(wildcards.experiment)
+    if reference is None:
+        return []
+    return ["--reference", reference, "--significance-seed", str(config["seed"])]
+
+
+def scores_table_replicas(experiment):
+    """(replica, test set) of every score file of an experiment's table, in the table's order."""
     return [
-        f"results/{wildcards.experiment}/{pair}/{variant}/{testset}.scores.json"
-        for pair, variant in experiment_systems(spec)
-        for testset in spec["evaluate"]["testsets"]
+        (replica, testset)
+        for replica in experiment_replicas(config, experiment)
+        for testset in EXPERIMENTS[experiment]["evaluate"]["testsets"]
+    ]
+
+
+def scores_table_seeds(wildcards):
+    """The training seed of each score file of scores_table_inputs, in the same order."""
+    return [
+        str(replica.seed) for replica, _ in scores_table_replicas(wildcards.experiment)
     ]
 
 

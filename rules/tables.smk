@@ -1,5 +1,6 @@
 # Aggregated tables: cheap, run locally even under a cluster profile. Each experiment's scores table
-# is registered with its study: results/tables/<study>/<experiment>.md.
+# is registered with its study: results/tables/<study>/<experiment>.md, one row per system with the
+# mean ± sd over its replicas (one per seed of the experiment's `seeds`).
 
 for _name, _experiment in EXPERIMENTS.items():
     register_table(
@@ -63,7 +64,7 @@ rule preprocessing_table:
 
 rule scores_table:
     input:
-        scores_table_inputs,
+        unpack(scores_table_inputs),
     output:
         md="results/tables/{study}/{experiment}.md",
         csv="results/tables/{study}/{experiment}.csv",
@@ -81,5 +82,8 @@ rule scores_table:
         runtime=10,
     params:
         title=lambda wc: f"{wc.experiment}: translation quality",
+        seeds=scores_table_seeds,
+        significance=scores_table_reference,
     shell:
-        "nmtvariants scores-table {input:q} --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        "nmtvariants scores-table {input.scores:q} --seeds {params.seeds:q} {params.significance:q}"
+        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"

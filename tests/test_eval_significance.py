@@ -120,3 +120,65 @@ def test_cli_significance(tmp_path: Path, systems: tuple[list[str], list[str], l
     assert record["metrics"]["bleu"]["p_value"] < 0.05
     assert record["systems"] == ["base", "sys"]
     assert len(record["system_file"]["sha256"]) == 64
+
+
+def test_over_one_replica_each_the_replica_test_is_sacrebleus_paired_bootstrap(
+    systems: tuple[list[str], list[str], list[str]],
+) -> None:
+    """replica_bootstrap draws the sentences exactly as sacreBLEU does, so with one replica per side
+    (the replica draws are then all 0) it gives the same p-value, sample for sample."""
+    from nmtvariants.evaluation.significance import REPLICA_TEST, replica_bootstrap
+
+    refs, good, poor = (part[:60] for part in systems)
+    ours = replica_bootstrap([poor], [good], [refs], "de", ("bleu", "chrf"), n_samples=300, seed=21)
+    theirs = paired_bootstrap(poor, good, [refs], "de", ("bleu", "chrf"), n_samples=300, seed=21)
+    assert ours["test"] == REPLICA_TEST and ours["replicas"] == {"baseline": 1, "system": 1}
+    for name in ("bleu", "chrf"):
+        assert ours["metrics"][name]["p_value"] == theirs["metrics"][name]["p_value"]
+        assert ours["metrics"][name]["delta"] == pytest.approx(theirs["metrics"][name]["delta"], abs=1e-9)
+        assert ours["metrics"][name]["baseline"]["sd"] is None  # one seed: no spread
+
+
+def test_replicas_of_identical_systems_are_not_significant(
+    systems: tuple[list[str], list[str], list[str]],
+) -> None:
+    from nmtvariants.evaluation.significance import replica_bootstrap
+
+    refs, good, poor = (part[:40] for part in systems)
+    result = replica_bootstrap([good, poor], [poor, good], [refs], "de", n_samples=100)
+    assert result["identical_outputs"] is True and result["metrics"]["bleu"]["p_value"] == 1.0
+    with pytest.raises(InputError, match="line-parallel"):
+        replica_bootstrap([good], [poor[:-1]], [refs], "de")
+
+
+def test_the_replicas_command_writes_the_test_over_every_seed(
+    tmp_path: Path, systems: tuple[list[str], list[str], list[str]]
+) -> None:
+    from nmtvariants.evaluation.significance import replica_bootstrap
+
+    refs, good, poor = (part[:40] for part in systems)
+    outputs = {
+        "b1": poor,
+        "b2": [*poor[:20], *good[20:]],
+        "s1": good,
+        "s2": [*good[:30], *poor[30:]],
+        "s3": good,
+    }
+    for name, lines in outputs.items():
+        write_lines(tmp_path / name, lines)
+    write_lines(tmp_path / "ref", refs)
+    out = tmp_path / "sig.json"
+    args = ["significance-replicas", "--ref", str(tmp_path / "ref"), "-l", "de", "--samples", "120"]
+    args += [word for name in ("b1", "b2") for word in ("--baseline", str(tmp_path / name))]
+    args += [word for name in ("s1", "s2", "s3") for word in ("--system", str(tmp_path / name))]
+    assert main([*args, "--seed", "5", "--json", str(out)]) == 0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    expected = replica_bootstrap(
+        [poor, outputs["b2"]], [good, outputs["s2"], good], [refs], "de", n_samples=120, seed=5
+    )
+    assert record["replicas"] == {"baseline": 2, "system": 3}
+    assert record["metrics"]["bleu"]["p_value"] == expected["metrics"]["bleu"]["p_value"]
+    assert [file["path"] for file in record["system_files"]] == [
+        str(tmp_path / n) for n in ("s1", "s2", "s3")
+    ]
+    assert record["method"].startswith("paired bootstrap over sentences and replicas")

@@ -24,7 +24,11 @@ from nmtvariants.fileio import read_lines
 
 pytestmark = pytest.mark.slow
 
-SCORE_COLUMNS = ["experiment", "pair", "variant", "testset", "BLEU", "chrF", "TER"]
+SCORE_COLUMNS = [
+    *("experiment", "pair", "variant", "testset", "n"),
+    *("BLEU", "BLEU sd", "chrF", "chrF sd", "TER", "TER sd"),
+    *("BLEU seed 1234", "chrF seed 1234", "TER seed 1234"),  # one seed: config.yaml's
+]
 PREPROCESSING_COLUMNS = [
     "corpus",
     "pair",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,7 @@ def check_experiments(experiments: dict[str, Any]) -> None:
                 f"({', '.join(experiment['variants'])}); name the variant whose encoders read the inputs"
             )
         check_variant_pairs(name, experiment)
+        check_replica_names(name, experiment)
         for variant_name, variant in experiment["variants"].items():
             raw = {
                 "data": placeholder_data,
@@ -118,6 +120,69 @@ def check_variant_pairs(name: str, experiment: Mapping[str, Any]) -> None:
                 f"experiments.{name}.variant_pairs.{variant}: {', '.join(missing)} not among the "
                 f"experiment's pairs ({', '.join(experiment['pairs'])})"
             )
+
+
+# --- replicas: one training run per seed ---------------------------------------------------------
+#
+# An experiment's `seeds:` multiplies its runs: each (pair, variant) is trained once per seed, and each
+# of those replicas has its own result folder. The first seed's replica keeps the variant's own name,
+# so that a one-seed config (the default: the top-level `seed` alone) keeps today's run ids and
+# result paths, and so that a study's rule that knows nothing of seeds still finds one replica under
+# the variant's name; every further seed is the variant's name with ``-seed<N>``. That name is made and
+# read here and nowhere else (replica_name, parse_replica).
+
+REPLICA_SUFFIX = re.compile(r"^(?P<variant>.+)-seed(?P<seed>[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One training seed of one (pair, variant) of an experiment, and its result-folder name."""
+
+    pair: str
+    variant: str
+    seed: int
+    name: str
+
+
+def experiment_seeds(config: Mapping[str, Any], experiment: str) -> list[int]:
+    """The experiment's training seeds: its ``seeds``, or the config's one top-level ``seed``."""
+    seeds = config["experiments"][experiment].get("seeds")
+    return [int(seed) for seed in seeds] if seeds else [int(config["seed"])]
+
+
+def replica_name(variant: str, seed: int, seeds: Sequence[int]) -> str:
+    """The result-folder name of ``variant`` trained with ``seed``: the variant's own name for the
+    first of ``seeds``, ``<variant>-seed<N>`` for the others."""
+    return variant if seed == seeds[0] else f"{variant}-seed{seed}"
+
+
+def parse_replica(name: str, seeds: Sequence[int]) -> tuple[str, int]:
+    """(variant, seed) of a result-folder name made by :func:`replica_name`."""
+    match = REPLICA_SUFFIX.match(name)
+    if match and int(match["seed"]) in seeds[1:]:
+        return match["variant"], int(match["seed"])
+    return name, seeds[0]
+
+
+def experiment_replicas(config: Mapping[str, Any], experiment: str) -> list[Replica]:
+    """Every replica of an experiment: its systems (:func:`experiment_systems`), each once per seed,
+    seed by seed within a system."""
+    seeds = experiment_seeds(config, experiment)
+    return [
+        Replica(pair, variant, seed, replica_name(variant, seed, seeds))
+        for pair, variant in experiment_systems(config["experiments"][experiment])
+        for seed in seeds
+    ]
+
+
+def check_replica_names(name: str, experiment: Mapping[str, Any]) -> None:
+    """No variant name may look like another variant's replica (``<variant>-seed<N>``)."""
+    clashes = sorted(variant for variant in experiment["variants"] if REPLICA_SUFFIX.match(variant))
+    if clashes:
+        raise ConfigError(
+            f"experiments.{name}.variants: {', '.join(clashes)} ends in -seed<N>, which names the "
+            "replicas of a variant trained with further `seeds`; rename the variant"
+        )
 
 
 def experiment_systems(experiment: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -243,8 +308,11 @@ def shared_bpe_languages(corpora: dict[str, Any]) -> dict[tuple[str, str], list[
     return shared
 
 
-def run_settings(config: dict[str, Any], experiment: str, pair: str, variant: str) -> dict[str, Any]:
-    """The run config handed to `nmtvariants train`: data paths, model, variant, train settings."""
+def run_settings(
+    config: dict[str, Any], experiment: str, pair: str, variant: str, seed: int | None = None
+) -> dict[str, Any]:
+    """The run config handed to `nmtvariants train`: data paths, model, variant, train settings and
+    the training ``seed`` (default: the experiment's first seed; one seed of :func:`experiment_seeds`)."""
     spec = config["experiments"][experiment]
     corpus = config["corpora"][spec["corpus"]]
     src, tgt = pair.split("-")
@@ -270,7 +338,7 @@ def run_settings(config: dict[str, Any], experiment: str, pair: str, variant: st
         "data": data,
         "model": spec["model"],
         "variant": dict(spec["variants"][variant] or {}),
-        "train": {**spec["train"], "seed": config["seed"]},
+        "train": {**spec["train"], "seed": experiment_seeds(config, experiment)[0] if seed is None else seed},
     }
 
 
@@ -283,7 +351,8 @@ def decode_settings(config: dict[str, Any], experiment: str) -> dict[str, Any]:
 
 @dataclass
 class TrainingRun:
-    """One content-addressed run and the (experiment, pair, variant) triples that resolve to it."""
+    """One content-addressed run and the (experiment, pair, replica) triples that resolve to it (the
+    replica is the variant's name for the experiment's first seed: :func:`replica_name`)."""
 
     id: str
     corpus: str
@@ -296,8 +365,10 @@ class TrainingRun:
 
 
 def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
-    """Run id -> run, for every experiment, pair and variant of a resolved config (defaults filled
-    in). Runs shared by several experiments get the largest of their resource requests."""
+    """Run id -> run, for every experiment, pair, variant and seed of a resolved config (defaults
+    filled in). The seed is one of the run settings, so a variant trained with three seeds is three
+    runs, and a baseline two experiments share is shared seed by seed. Runs shared by several
+    experiments get the largest of their resource requests."""
     runs: dict[str, TrainingRun] = {}
     for name, spec in config.get("experiments", {}).items():
         corpora = config.get("corpora", {})
@@ -313,8 +384,9 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
                 f" {spec['corpus']} ({', '.join(corpora[spec['corpus']]['pairs'])})"
             )
         check_variant_pairs(name, spec)
-        for pair, variant in experiment_systems(spec):
-            settings = run_settings(config, name, pair, variant)
+        for replica in experiment_replicas(config, name):
+            pair, variant = replica.pair, replica.variant
+            settings = run_settings(config, name, pair, variant, replica.seed)
             run = runs.setdefault(
                 content_id(settings),
                 TrainingRun(
@@ -325,7 +397,7 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
                     variant_inputs(config, name, variant),
                 ),
             )
-            run.users.append((name, pair, variant))
+            run.users.append((name, pair, replica.name))
             if spec["study"] not in run.studies:
                 run.studies.append(spec["study"])
             for key, value in spec["resources"].items():

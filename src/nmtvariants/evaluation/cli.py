@@ -102,6 +102,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", type=Path, required=True)
     p.set_defaults(func=run_significance)
 
+    p = subparsers.add_parser(
+        "significance-replicas",
+        help="paired bootstrap over sentences and replicas (one output per seed) against a baseline",
+    )
+    p.add_argument(
+        "--baseline", type=Path, action="append", required=True, help="one output per seed (repeat)"
+    )
+    p.add_argument("--system", type=Path, action="append", required=True, help="one output per seed (repeat)")
+    p.add_argument("--ref", type=Path, action="append", required=True)
+    p.add_argument("-l", "--lang", default="", help="target language (picks the BLEU tokenizer)")
+    p.add_argument("--metrics", default="bleu", help="comma list of bleu,chrf,chrf++,ter (default bleu)")
+    p.add_argument("--samples", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--json", type=Path, required=True)
+    p.set_defaults(func=run_significance_replicas)
+
     p = subparsers.add_parser("bleu-by-length", help="BLEU per source-length bucket (PASCAL Figure 2)")
     p.add_argument("--src", type=Path, required=True, help="tokenised source (lengths = whitespace tokens)")
     p.add_argument("--hyp", type=Path, required=True)
@@ -271,6 +287,32 @@ def run_significance(args: argparse.Namespace) -> None:
         print(
             f"{name}: {record['baseline']['score']:.2f} -> {record['system']['score']:.2f} "
             f"(p = {record['p_value']:.4f})"
+        )
+
+
+def run_significance_replicas(args: argparse.Namespace) -> None:
+    from nmtvariants.evaluation.inputs import read_text
+    from nmtvariants.evaluation.results import file_record, write_json
+    from nmtvariants.evaluation.significance import replica_bootstrap
+
+    refs = [read_text(ref) for ref in args.ref]
+    result = replica_bootstrap(
+        [read_text(path) for path in args.baseline],
+        [read_text(path) for path in args.system],
+        refs,
+        args.lang,
+        _comma_list(args.metrics),
+        args.samples,
+        args.seed,
+    )
+    result["baseline_files"] = [file_record(path) for path in args.baseline]
+    result["system_files"] = [file_record(path) for path in args.system]
+    result["references"] = [file_record(ref) for ref in args.ref]
+    write_json(args.json, result)
+    for name, record in result["metrics"].items():
+        print(
+            f"{name}: {record['baseline']['mean']:.2f} -> {record['system']['mean']:.2f} over "
+            f"{len(args.baseline)}/{len(args.system)} replicas (p = {record['p_value']:.4f})"
         )
 
 

@@ -21,6 +21,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     scores.add_argument("scores", nargs="+", type=Path, help="JSON files from `nmtvariants evaluate`")
     scores.add_argument("--title", required=True)
     scores.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
+    scores.add_argument(
+        "--seeds",
+        nargs="+",
+        help="the training seed of each score file, in the same order (default: from <variant>-seed<N>)",
+    )
+    scores.add_argument(
+        "--reference",
+        help="test every other variant against this one, over all replicas of both (p-value columns)",
+    )
+    scores.add_argument(
+        "--significance-metrics", default="bleu", help="comma list of bleu,chrf,chrf++,ter (default bleu)"
+    )
+    scores.add_argument("--significance-samples", type=int, default=1000)
+    scores.add_argument("--significance-seed", type=int, default=12345)
     scores.set_defaults(func=run_scores_table)
 
     figure = subparsers.add_parser(
@@ -62,11 +76,32 @@ def run_figure(args: argparse.Namespace) -> None:
 
 
 def run_scores_table(args: argparse.Namespace) -> None:
-    from nmtvariants.reporting.results import scores_table, signature_notes
+    from nmtvariants.reporting.replicas import seeds_note
+    from nmtvariants.reporting.results import replicated_scores_table, signature_notes
 
-    frame, signatures = scores_table(args.scores)
-    notes = "Signatures:\n\n" + signature_notes(signatures) if signatures else ""
-    write_table(frame, args.out, title=args.title, notes=notes, sources=args.scores)
+    frame, markdown, seeds, signatures, significance = replicated_scores_table(
+        args.scores,
+        args.seeds,
+        args.reference,
+        [name.strip() for name in args.significance_metrics.split(",") if name.strip()],
+        args.significance_samples,
+        args.significance_seed,
+    )
+    notes = seeds_note(seeds)
+    if significance:
+        notes += "\n\n" + significance
+    if signatures:
+        notes += "\n\nSignatures:\n\n" + signature_notes(signatures)
+    p_columns = {column: ".3f" for column in frame.columns if column.endswith(" p")}
+    write_table(
+        frame,
+        args.out,
+        title=args.title,
+        notes=notes,
+        sources=args.scores,
+        markdown=markdown,
+        floatfmt=p_columns,
+    )
 
 
 def run_data_stats(args: argparse.Namespace) -> None:

@@ -67,10 +67,16 @@ def write_table(
     notes: str = "",
     sources: Sequence[PathLike] = (),
     deviations: Sequence[Deviation] = (),
+    markdown: pd.DataFrame | None = None,
+    floatfmt: dict[str, str] | None = None,
 ) -> None:
     """Write ``frame`` as ``md_path`` (markdown, with a title, notes and the ``deviations`` from the
     paper that apply to it), the same stem as CSV, and the provenance record of the table and of
-    ``sources`` (the files it was built from)."""
+    ``sources`` (the files it was built from).
+
+    ``markdown``, when given, is what the markdown shows instead of ``frame`` (e.g. ``mean ± sd``
+    cells over seeds, while the CSV keeps the numbers and each seed's score). ``floatfmt`` names the
+    columns shown otherwise than with two decimals (p-values: three)."""
     md_path = Path(md_path)
     with atomic_write(md_path.with_suffix(".csv")) as out:
         frame.to_csv(out, index=False)
@@ -85,7 +91,9 @@ def write_table(
         out.write("\n")
     with atomic_write(md_path) as out:
         out.write(f"# {title}\n\n")
-        out.write(frame.to_markdown(index=False, floatfmt=".2f"))
+        shown = frame if markdown is None else markdown
+        formats = [(floatfmt or {}).get(str(column), ".2f") for column in shown.columns]
+        out.write(shown.to_markdown(index=False, floatfmt=formats))
         out.write("\n")
         if notes:
             out.write(f"\n{notes.strip()}\n")

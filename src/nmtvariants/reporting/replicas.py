@@ -1,0 +1,102 @@
+"""Replicas: one score per training seed, reported as mean ± sample standard deviation over seeds.
+
+A single training run is one draw from the distribution of runs a setting produces; differences of a
+few tenths of BLEU between two variants are within the spread of seeds (Clark et al. 2011). So every
+table built from an experiment with ``seeds: [...]`` gives, per row, the mean over its replicas, their
+*sample* standard deviation (``ddof=1``: the seeds are a sample of the seeds one could have drawn) and
+their number, and keeps each seed's own score in the CSV so that nothing is averaged away unseen.
+With one seed there is no spread to report, and the table says so ("1 seed") rather than printing a
+standard deviation of 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+N_COLUMN = "n"
+
+
+def sd_column(metric: str) -> str:
+    """The CSV column of a metric's sample standard deviation over seeds."""
+    return f"{metric} sd"
+
+
+def seed_column(metric: str, seed: object) -> str:
+    """The CSV column of one seed's score of a metric."""
+    return f"{metric} seed {seed}"
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float, int]:
+    """Mean, sample standard deviation (NaN for fewer than two values) and count of ``values``,
+    leaving out missing ones (NaN)."""
+    present = np.asarray([value for value in values if not _missing(value)], dtype=float)
+    if present.size == 0:
+        return math.nan, math.nan, 0
+    sd = float(present.std(ddof=1)) if present.size > 1 else math.nan
+    return float(present.mean()), sd, int(present.size)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def format_mean_sd(mean: float, sd: float, n: int, digits: int = 2) -> str:
+    """``27.31 ± 0.12`` over several seeds, ``27.31`` for one (no spread to give), empty for none."""
+    if n == 0 or _missing(mean):
+        return ""
+    if n == 1 or _missing(sd):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def seeds_note(seeds: Sequence[object]) -> str:
+    """The sentence every replicated table carries: how many seeds, which, and what ± means."""
+    listed = ", ".join(str(seed) for seed in seeds)
+    if len(seeds) == 1:
+        return (
+            f"1 seed ({listed}): every score is a single training run; no standard deviation over seeds "
+            "can be given (train with `seeds: [...]` for one)."
+        )
+    return (
+        f"Mean ± sample standard deviation over {len(seeds)} seeds ({listed}); n is the number of seeds "
+        "behind each row, and the CSV keeps each seed's score."
+    )
+
+
+def aggregate_replicas(
+    long: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str], seed: str = "seed"
+) -> tuple[pd.DataFrame, pd.DataFrame, list[object]]:
+    """Collapse one row per replica into one row per ``keys`` (in first-seen order).
+
+    Returns the CSV frame (``keys``, ``n``, each metric's mean and ``<metric> sd``, then
+    ``<metric> seed <s>`` for every seed), the markdown frame (``keys``, ``n``, each metric as
+    ``mean ± sd``) and the seeds, in first-seen order.
+    """
+    seeds = list(dict.fromkeys(long[seed]))
+    csv_rows, md_rows = [], []
+    for group_keys, group in long.groupby(list(keys), sort=False, dropna=False):
+        group_keys = group_keys if isinstance(group_keys, tuple) else (group_keys,)
+        base = dict(zip(keys, group_keys, strict=True))
+        csv_row, md_row = dict(base), dict(base)
+        by_seed = {row[seed]: row for _, row in group.iterrows()}
+        csv_row[N_COLUMN] = md_row[N_COLUMN] = len(by_seed)
+
+        def score(metric: str, of: object, by_seed: dict = by_seed) -> float:
+            row = by_seed.get(of)
+            return row[metric] if row is not None and metric in row else math.nan
+
+        for metric in metrics:
+            mean, sd, count = mean_sd([score(metric, s) for s in seeds])
+            csv_row[metric] = mean
+            csv_row[sd_column(metric)] = sd
+            md_row[metric] = format_mean_sd(mean, sd, count)
+        for metric in metrics:
+            for s in seeds:
+                csv_row[seed_column(metric, s)] = score(metric, s)
+        csv_rows.append(csv_row)
+        md_rows.append(md_row)
+    return pd.DataFrame(csv_rows), pd.DataFrame(md_rows), seeds

@@ -62,6 +62,7 @@ test-system-deps:
 
 # System packages first: a user without them is told within seconds, before the venv is built.
 demo: demo-system-deps sync
+	$(BIN)/nmtvariants check-resources config.yaml
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 
 # The whole suite, long tests included (plain `pytest` runs the fast ones only).

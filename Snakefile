@@ -33,7 +33,7 @@ check_experiments(config.get("experiments", {}))
 # read (WordNet or Meteor 1.5, ImageNet weights, images, Stanza models, a local mirror), in one line.
 onstart:
     if missing := missing_resources_message(config):
-        print(missing, file=sys.stderr)
+        print(f"nmtvariants: {missing}", file=sys.stderr)
         sys.exit(2)
 
 

@@ -14,6 +14,8 @@ from workflow_configs import default_config_with
 from nmtvariants.evaluation.meteor_ribes import WORDNET_FILES
 from nmtvariants.resources import missing_resources, missing_resources_message
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 @pytest.fixture(autouse=True)
 def no_prepared_wordnet(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -117,7 +119,7 @@ def test_every_missing_resource_goes_into_one_line(tmp_path: Path) -> None:
     config["meteor"]["wordnet"] = str(tmp_path / "empty")
     message = missing_resources_message(config)
     assert message is not None and "\n" not in message
-    assert message.startswith("nmtvariants: missing external resources: WordNet")
+    assert message.startswith("missing external resources: WordNet")
     assert "; ImageNet ResNet weights" in message
 
 
@@ -132,3 +134,22 @@ def test_the_workflow_stops_before_its_first_job(tmp_path: Path) -> None:
     assert last.startswith("nmtvariants: missing external resources: WordNet 3.0 files in")
     assert "Traceback" not in result.stderr
     assert not (root / "data").exists() and not (root / "results").exists()
+
+
+def test_the_command_checks_a_config_file_in_seconds(tmp_path: Path) -> None:
+    """`make demo` runs this before Snakemake builds its DAG: one line, exit 2."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    config = default_config_with({"meteor": {"wordnet": str(tmp_path / "empty")}})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    command = [sys.executable, "-m", "nmtvariants", "check-resources", str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2
+    assert result.stderr.startswith("nmtvariants check-resources: error: missing external resources: WordNet")
+    assert len(result.stderr.strip().splitlines()) == 1
+    path.write_text(yaml.safe_dump(complete(tmp_path)), encoding="utf-8")
+    assert subprocess.run(command, capture_output=True, text=True, cwd=REPO).returncode == 0

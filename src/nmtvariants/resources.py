@@ -192,4 +192,4 @@ def missing_resources_message(config: Mapping[str, Any]) -> str | None:
     missing = missing_resources(config)
     if not missing:
         return None
-    return "nmtvariants: missing external resources: " + "; ".join(entry.line() for entry in missing)
+    return "missing external resources: " + "; ".join(entry.line() for entry in missing)

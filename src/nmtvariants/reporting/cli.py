@@ -17,6 +17,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
     parser.set_defaults(func=run_data_stats)
 
+    check = subparsers.add_parser(
+        "check-resources",
+        help="the external resources (WordNet or Meteor 1.5, ImageNet weights, images, Stanza models, a "
+        "mirror) a workflow config's experiments read and that are missing: one line, exit 2",
+    )
+    check.add_argument("configfile", type=Path, help="a workflow config (config.yaml, experiments/*.yaml)")
+    check.add_argument("--schema", type=Path, default=Path("schemas/config.schema.yaml"))
+    check.set_defaults(func=run_check_resources)
+
     scores = subparsers.add_parser("scores-table", help="one table of evaluation JSONs (BLEU, chrF, ...)")
     scores.add_argument("scores", nargs="+", type=Path, help="JSON files from `nmtvariants evaluate`")
     scores.add_argument("--title", required=True)
@@ -112,3 +121,19 @@ def run_data_stats(args: argparse.Namespace) -> None:
         title="Data statistics",
         notes="Tokens are whitespace-separated words of the raw text.",
     )
+
+
+def run_check_resources(args: argparse.Namespace) -> None:
+    """What the workflow checks before its first job (Snakefile `onstart:`), without building the DAG,
+    so that `make demo` can stop within seconds."""
+    import yaml
+
+    from nmtvariants.config import with_defaults
+    from nmtvariants.errors import MissingResourceError
+    from nmtvariants.resources import missing_resources_message
+
+    config = with_defaults(yaml.safe_load(args.configfile.read_text(encoding="utf-8")) or {}, args.schema)
+    missing = missing_resources_message(config)
+    if missing:
+        raise MissingResourceError(missing)
+    print(f"{args.configfile}: every external resource is there")

@@ -5,6 +5,8 @@ test_shared_bpe.py)."""
 from __future__ import annotations
 
 import json
+import shlex
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -157,21 +159,71 @@ def score_files(tmp_path: Path) -> dict[str, Path]:
 
 def test_adversarial_table_rows(score_files):
     read = lambda name: json.loads(score_files[name].read_text(encoding="utf-8"))  # noqa: E731
-    frame = adversarial_table(
+    frame, markdown, seeds = adversarial_table(
         [
-            System("en-de", "test", "text-only baseline", read("baseline")),
-            System("en-de", "test", "flat", read("flat"), read("summary")),
+            System("en-de", "test", "text-only baseline", read("baseline"), seed=1),
+            System("en-de", "test", "flat", read("flat"), read("summary"), seed=1),
         ]
     )
-    assert list(frame.columns) == [
-        "pair", "test set", "system", "BLEU", "METEOR (NLTK, English resources)",
-        "adv. BLEU (image)", "± (image)", "seeds (image)", "adv. BLEU (en)", "± (en)", "seeds (en)",
+    assert seeds == [1]
+    assert list(markdown.columns) == [
+        "pair", "test set", "system", "n", "BLEU", "METEOR (NLTK, English resources)",
+        "adv. BLEU (image)", "derangement sd (image)", "derangements (image)",
+        "adv. BLEU (en)", "derangement sd (en)", "derangements (en)",
     ]  # fmt: skip
-    rows = frame.astype(object).where(frame.notna(), None).values.tolist()
+    rows = markdown.astype(object).where(markdown.notna(), None).values.tolist()
     assert rows == [
-        ["en-de", "test", "text-only baseline", 40.0, 60.0, None, None, None, None, None, None],
-        ["en-de", "test", "flat", 42.0, 61.5, 32.0, 2.0, 3, 12.0, pytest.approx(2 * 2**0.5), 2],
+        ["en-de", "test", "text-only baseline", 1, "40.00", "60.00", "", "", None, "", "", None],
+        ["en-de", "test", "flat", 1, "42.00", "61.50", "32.00", "2.00", 3, "12.00", "2.83", 2],
     ]
+    flat = frame.to_dict("records")[1]
+    assert (flat["adv. BLEU (en)"], flat["derangement sd (en)"]) == (12.0, pytest.approx(2 * 2**0.5))
+    assert flat["adv. BLEU (image) seed 1"] == 32.0 and flat["derangement sd (image) seed 1"] == 2.0
+    assert np.isnan(flat["BLEU sd"])  # one training seed: no spread over seeds
+
+
+def test_over_three_training_seeds_each_row_is_mean_and_sample_sd(tmp_path):
+    """Three recorded training seeds of a baseline and a flat system: BLEU, METEOR and the adversarial
+    BLEU (each seed's mean over its own derangements) as statistics.mean/stdev over the training seeds;
+    each training seed's adversarial mean and derangement sd stay in the CSV."""
+    ref = tmp_path / "test.de"
+    ref.write_text("a\nb\nc\n", encoding="utf-8")
+    clean = {"baseline": [40.0, 41.0, 39.5], "flat": [42.0, 43.5, 41.0]}
+    deranged = {1: [30.0, 32.0], 2: [31.0, 35.0], 3: [29.0, 30.0]}  # per training seed, two derangements
+    systems = []
+    for row, (label, bleus) in enumerate(clean.items()):
+        for seed, bleu in zip((1, 2, 3), bleus, strict=True):
+            path = scores(tmp_path / f"{label}{seed}.json", bleu, 60.0 + seed, ref)
+            summary = None
+            if label == "flat":
+                runs = [
+                    scores(tmp_path / f"image{seed}_{k}.json", adv, 50.0, ref)
+                    for k, adv in enumerate(deranged[seed])
+                ]
+                summary = summarize_adversarial(path, {"image": runs})
+            record = json.loads(path.read_text(encoding="utf-8"))
+            systems.append(System("en-de", "test", label, record, summary, seed=seed, row=row))
+    frame, markdown, seeds = adversarial_table(systems)
+    assert seeds == [1, 2, 3]
+    rows = frame.to_dict("records")
+    assert [(row["system"], row["n"]) for row in rows] == [("baseline", 3), ("flat", 3)]
+    meteor = "METEOR (NLTK, English resources)"
+    for row, bleus in zip(rows, clean.values(), strict=True):
+        assert row["BLEU"] == pytest.approx(statistics.mean(bleus))
+        assert row["BLEU sd"] == pytest.approx(statistics.stdev(bleus))
+        assert [row[f"BLEU seed {seed}"] for seed in (1, 2, 3)] == bleus
+        assert row[meteor] == pytest.approx(62.0) and row[f"{meteor} sd"] == pytest.approx(1.0)
+    adversarial = [statistics.mean(values) for values in deranged.values()]
+    spreads = [statistics.stdev(values) for values in deranged.values()]
+    flat = rows[1]
+    assert flat["adv. BLEU (image)"] == pytest.approx(statistics.mean(adversarial))
+    assert flat["adv. BLEU (image) sd"] == pytest.approx(statistics.stdev(adversarial))
+    assert [flat[f"adv. BLEU (image) seed {s}"] for s in (1, 2, 3)] == pytest.approx(adversarial)
+    assert [flat[f"derangement sd (image) seed {s}"] for s in (1, 2, 3)] == pytest.approx(spreads)
+    assert flat["derangement sd (image)"] == pytest.approx(statistics.mean(spreads))
+    assert flat["derangements (image)"] == 2 and np.isnan(rows[0]["adv. BLEU (image)"])
+    mean, sd = statistics.mean(clean["flat"]), statistics.stdev(clean["flat"])
+    assert markdown["BLEU"].tolist()[1] == f"{mean:.2f} ± {sd:.2f}"
 
 
 def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_path):
@@ -283,6 +335,38 @@ def test_table2_plans_the_further_source_and_its_derangements():
     }
 
 
+def table_replicas(job: dict[str, str]) -> dict[str, list[tuple[str, str]]]:
+    """Row -> (training seed, result folder) of each --clean of a planned libovicky2018_table job."""
+    words = shlex.split(job["shell"])
+    replicas: dict[str, list[tuple[str, str]]] = {}
+    for k, word in enumerate(words):
+        if word == "--row":
+            row, seed, clean = words[k + 1], words[k + 3], words[k + 5]
+            assert (words[k + 2], words[k + 4]) == ("--seed", "--clean")
+            replicas.setdefault(row, []).append((seed, clean.split("/")[4]))
+    return replicas
+
+
+@pytest.mark.parametrize("table", [TABLE1, TABLE2])
+def test_with_three_seeds_the_table_reads_three_replicas_per_variant(table):
+    """experiments/libovicky2018.yaml trains every system with seeds 1, 2 and 3: the table job reads
+    each row's three replicas with their seeds, and every replica of a multi-input system is deranged
+    over the derangement seeds on its own."""
+    jobs = plan(table, "--configfile", "experiments/libovicky2018.yaml")
+    (job,) = [job for job in jobs if job["rule"] == "libovicky2018_table"]
+    replicas = table_replicas(job)
+    assert replicas
+    for row in replicas.values():
+        variant = row[0][1]
+        assert row == [("1", variant), ("2", f"{variant}-seed2"), ("3", f"{variant}-seed3")]
+    summaries = [job["output"] for job in jobs if job["rule"] == "libovicky2018_adversarial"]
+    deranged = {path.split("/")[4] for path in summaries}  # every replica of a multi-input system
+    firsts = {name for name in deranged if "-seed" not in name}
+    assert firsts and deranged == firsts | {f"{name}-seed{seed}" for name in firsts for seed in (2, 3)}
+    decodes = [job["output"] for job in jobs if job["rule"] == "libovicky2018_translate"]
+    assert {path.rsplit(".seed", 1)[1].split(".")[0] for path in decodes} == {"1", "2", "3"}
+
+
 def test_derangement_seeds_come_from_the_study_settings(tmp_path):
     """`studies.libovicky2018.derangement_seeds` sets how many deranged decodes each input gets."""
     settings = tmp_path / "seeds.yaml"
@@ -332,8 +416,9 @@ def test_the_full_study_builds_europarl_5_way_by_pivoting_instead_of_downloading
         "data/europarl5/en-cs/inputs/test.src_es" in made
         and "data/multi30k/en-cs/inputs/test_2016_flickr.src_de" in made
     )
-    # 4 strategies x 2 corpora, 3 seeds each: Europarl randomises 4 languages, Multi30k 3
-    assert rules["libovicky2018_translate"] == 4 * 3 * 4 + 4 * 3 * 3
+    # 4 strategies x 2 corpora, 3 derangement seeds each: Europarl randomises 4 languages, Multi30k 3;
+    # and that for each of the 3 training seeds (every replica is deranged on its own)
+    assert rules["libovicky2018_translate"] == 3 * (4 * 3 * 4 + 4 * 3 * 3)
 
 
 def test_join_labels_one_line_per_series_and_memory(tmp_path):

@@ -10,6 +10,9 @@ import gzip
 import json
 import math
 import re
+import shlex
+import statistics
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -132,26 +135,58 @@ def test_the_full_study_has_every_table_and_paper_setting():
 
 def test_bleu_table_rows_and_the_difference_to_the_standard_decoder(tmp_path):
     standard, sem_ifm, deep = system("standard"), system("sem_ifm"), system("standard", depth=4)
-    frame = bleu_table(
+    table = bleu_table(
         [
-            (standard, "test", score_file(tmp_path / "a.json", 30.0, 55.0)),
-            (sem_ifm, "test", score_file(tmp_path / "b.json", 27.5, 52.0)),
-            (deep, "test", score_file(tmp_path / "c.json", 31.0, 56.0)),
+            (standard, "test", score_file(tmp_path / "a.json", 30.0, 55.0), 1),
+            (sem_ifm, "test", score_file(tmp_path / "b.json", 27.5, 52.0), 1),
+            (deep, "test", score_file(tmp_path / "c.json", 31.0, 56.0), 1),
         ]
     )
-    assert frame.to_dict("records") == [
-        {"experiment": "e", "pair": "en-de", "testset": "test", "size": "tiny", "decoder layers": 2,
-         "layout": "standard", "variant": "standard", "BLEU": 30.0, "chrF": 55.0, "ΔBLEU": 0.0},
-        {"experiment": "e", "pair": "en-de", "testset": "test", "size": "tiny", "decoder layers": 2,
-         "layout": "sem_ifm", "variant": "sem_ifm", "BLEU": 27.5, "chrF": 52.0, "ΔBLEU": -2.5},
-        {"experiment": "e", "pair": "en-de", "testset": "test", "size": "tiny", "decoder layers": 4,
-         "layout": "standard", "variant": "standard", "BLEU": 31.0, "chrF": 56.0, "ΔBLEU": 0.0},
+    assert table.seeds == [1]
+    keys = ["layout", "decoder layers", "n", "BLEU", "chrF", "ΔBLEU", "BLEU seed 1"]
+    assert table.csv[keys].to_dict("records") == [
+        {"layout": "standard", "decoder layers": 2, "n": 1, "BLEU": 30.0, "chrF": 55.0, "ΔBLEU": 0.0,
+         "BLEU seed 1": 30.0},
+        {"layout": "sem_ifm", "decoder layers": 2, "n": 1, "BLEU": 27.5, "chrF": 52.0, "ΔBLEU": -2.5,
+         "BLEU seed 1": 27.5},
+        {"layout": "standard", "decoder layers": 4, "n": 1, "BLEU": 31.0, "chrF": 56.0, "ΔBLEU": 0.0,
+         "BLEU seed 1": 31.0},
     ]  # fmt: skip
+    assert table.csv["BLEU sd"].isna().all()  # one seed: no spread, not a spread of 0
+    assert table.markdown["BLEU"].tolist() == ["30.00", "27.50", "31.00"]
+
+
+def test_the_bleu_table_over_three_seeds_is_mean_and_sample_sd_of_each_seeds_score(tmp_path):
+    """Three recorded seeds per layout: mean and sample sd (statistics.stdev) over the seeds, n = 3,
+    every seed's own score in the CSV, ΔBLEU between the means."""
+    bleu = {"standard": [30.0, 30.6, 29.1], "sem_ifm": [27.5, 28.4, 27.9]}
+    entries = [
+        (system(variant), "test", score_file(tmp_path / f"{variant}{seed}.json", score, 50.0 + seed), seed)
+        for variant, scores in bleu.items()
+        for seed, score in zip((1, 2, 3), scores, strict=True)
+    ]
+    table = bleu_table(entries)
+    assert table.seeds == [1, 2, 3]
+    rows = table.csv.to_dict("records")
+    for row, (variant, scores) in zip(rows, bleu.items(), strict=True):
+        assert row["variant"] == variant and row["n"] == 3
+        assert row["BLEU"] == pytest.approx(statistics.mean(scores))
+        assert row["BLEU sd"] == pytest.approx(statistics.stdev(scores))
+        assert [row[f"BLEU seed {seed}"] for seed in (1, 2, 3)] == scores
+        assert row["chrF"] == pytest.approx(52.0) and row["chrF sd"] == pytest.approx(1.0)
+    assert rows[1]["ΔBLEU"] == pytest.approx(
+        statistics.mean(bleu["sem_ifm"]) - statistics.mean(bleu["standard"])
+    )
+    mean, sd = statistics.mean(bleu["sem_ifm"]), statistics.stdev(bleu["sem_ifm"])
+    assert table.markdown["BLEU"].tolist()[1] == f"{mean:.2f} ± {sd:.2f}"
+    # the aggregated columns first, each seed's scores last
+    assert list(table.csv.columns)[-6:] == [f"{m} seed {s}" for m in ("BLEU", "chrF") for s in (1, 2, 3)]
 
 
 def test_a_layout_without_its_standard_decoder_has_no_difference(tmp_path):
-    frame = bleu_table([(system("sem_ifm"), "test", score_file(tmp_path / "b.json", 27.5, 52.0))])
-    assert math.isnan(frame["ΔBLEU"].iloc[0])
+    table = bleu_table([(system("sem_ifm"), "test", score_file(tmp_path / "b.json", 27.5, 52.0), 1)])
+    assert math.isnan(table.csv["ΔBLEU"].iloc[0])
+    assert table.markdown["ΔBLEU"].iloc[0] == ""
 
 
 def write_log(path: Path, rows: list[dict]) -> Path:
@@ -185,17 +220,18 @@ def test_a_log_without_training_rows_is_an_input_error(tmp_path):
 
 def test_simplified_table_rows_with_ratios_to_the_standard_decoder(tmp_path):
     standard, simplified = system("standard"), system("simplified")
-    frame = simplified_table(
+    table = simplified_table(
         [
-            (standard, "test", score_file(tmp_path / "a.json", 30.0, 55.0)),
-            (simplified, "test", score_file(tmp_path / "b.json", 29.8, 54.5)),
+            (standard, "test", score_file(tmp_path / "a.json", 30.0, 55.0), 1),
+            (simplified, "test", score_file(tmp_path / "b.json", 29.8, 54.5), 1),
         ],
         parameters={standard: 1000, simplified: 800},
-        train_speed={standard: 200.0, simplified: 230.0},
+        train_speed={(standard, 1): 200.0, (simplified, 1): 230.0},
         decode_speed={standard: 10.0, simplified: 11.5},
     )
-    rows = frame.to_dict("records")
+    rows = table.csv.to_dict("records")
     assert [row["layout"] for row in rows] == ["standard", "simplified"]
+    assert "variant" not in table.csv and "variant" not in table.markdown
     assert rows[1]["ΔBLEU"] == pytest.approx(-0.2)
     assert {k: rows[1][k] for k in ("parameters", "train tok/s", "decode sent/s")} == {
         "parameters": 800,
@@ -206,6 +242,29 @@ def test_simplified_table_rows_with_ratios_to_the_standard_decoder(tmp_path):
     assert rows[1]["train tok/s ratio"] == pytest.approx(1.15)
     assert rows[1]["decode sent/s ratio"] == pytest.approx(1.15)
     assert rows[0]["parameters ratio"] == rows[0]["train tok/s ratio"] == 1.0
+
+
+def test_table_4_over_seeds_averages_each_seeds_training_speed(tmp_path):
+    standard, simplified = system("standard"), system("simplified")
+    speeds = {standard: [200.0, 210.0, 190.0], simplified: [230.0, 250.0, 240.0]}
+    entries = [
+        (s, "test", score_file(tmp_path / f"{s.variant}{seed}.json", 30.0 - seed, 55.0), seed)
+        for s in (standard, simplified)
+        for seed in (1, 2, 3)
+    ]
+    table = simplified_table(
+        entries,
+        parameters={standard: 1000, simplified: 800},
+        train_speed={(s, seed): speeds[s][seed - 1] for s in speeds for seed in (1, 2, 3)},
+        decode_speed={standard: 10.0, simplified: 11.5},
+    )
+    rows = table.csv.to_dict("records")
+    assert [row["n"] for row in rows] == [3, 3]
+    assert rows[1]["train tok/s"] == pytest.approx(statistics.mean(speeds[simplified]))
+    assert rows[1]["train tok/s sd"] == pytest.approx(statistics.stdev(speeds[simplified]))
+    assert rows[1]["train tok/s ratio"] == pytest.approx(240.0 / 200.0)
+    assert rows[1]["BLEU"] == pytest.approx(28.0) and rows[1]["BLEU sd"] == pytest.approx(1.0)
+    assert rows[1]["parameters"] == 800 and rows[1]["decode sent/s"] == 11.5
 
 
 def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
@@ -228,6 +287,40 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
     provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
     assert [s["path"] for s in provenance["sources"]] == [e["scores"] for e in entries]
     assert out.read_text(encoding="utf-8").startswith("# Yang et al. (2020) Table 1")
+
+
+def test_the_table_command_gives_mean_sd_and_n_over_seeds_and_says_1_seed_for_one(tmp_path):
+    bleu = [30.0, 31.0, 29.5]
+    entries = [
+        {"system": system("standard").__dict__, "seed": seed, "testset": "test",
+         "scores": str(score_file(tmp_path / f"a{seed}.json", score, 55.0))}
+        for seed, score in zip((1, 2, 3), bleu, strict=True)
+    ]  # fmt: skip
+    out = tmp_path / "table2_depth.md"
+    args = ["yang2020-table", "--kind", "depth", "--out", str(out), "--entries"]
+    assert main([*args, json.dumps(entries)]) == 0
+    (row,) = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+    assert row["n"] == 3 and row["BLEU"] == pytest.approx(statistics.mean(bleu))
+    assert row["BLEU sd"] == pytest.approx(statistics.stdev(bleu))
+    assert [row[f"BLEU seed {seed}"] for seed in (1, 2, 3)] == bleu
+    text = out.read_text(encoding="utf-8")
+    assert f"{statistics.mean(bleu):.2f} ± {statistics.stdev(bleu):.2f}" in text
+    assert "over 3 seeds (1, 2, 3)" in text
+    assert main([*args, json.dumps(entries[:1])]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "1 seed (1)" in text and "±" not in text.split("\n\n")[1]  # the table itself
+
+
+def test_the_aer_table_says_which_seed_was_analysed(tmp_path):
+    entry = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
+             "gold": "own", "corpus": "toyworld", "seed": 1, "seeds": [1, 2, 3]}  # fmt: skip
+    out = tmp_path / "layer_aer.md"
+    assert main(["yang2020-table", "--kind", "aer", "--entries", json.dumps([entry]), "--out", str(out)]) == 0
+    assert "Seed 1 only" in out.read_text(encoding="utf-8")
+    one = {**entry, "seeds": [1]}
+    assert main(["yang2020-table", "--kind", "aer", "--entries", json.dumps([one]), "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "1 seed (1)" in text and "Seed 1 only" not in text
 
 
 def test_tables_carry_their_deviations_from_the_paper_and_no_others(tmp_path):
@@ -600,6 +693,47 @@ def test_the_default_dag_builds_every_table_and_figure_of_the_study():
     assert "--max-sentences=300" in probes["shell"] and "--max-epochs=3" in probes["shell"]  # capped
     by_study = rules_of(plan("yang2020"))
     assert by_study["train"] == 3 and "yang2020_probes" in by_study
+
+
+def table_entries(job: dict[str, str]) -> list[dict]:
+    """The --entries JSON of a planned yang2020_table job."""
+    words = shlex.split(job["shell"])
+    return json.loads(words[words.index("--entries") + 1])
+
+
+@pytest.mark.parametrize("table", ["table1_layouts", "table2_depth", "table4_simplified"])
+def test_with_three_seeds_each_table_reads_three_replicas_per_variant(table):
+    """experiments/yang2020.yaml trains every system with seeds 1, 2 and 3: the table job reads each
+    system's three replicas (the first seed under the variant's own name), with their seeds."""
+    jobs = plan(f"results/tables/yang2020/{table}.md", "--configfile", "experiments/yang2020.yaml")
+    (job,) = [job for job in jobs if job["rule"] == "yang2020_table"]
+    entries = table_entries(job)
+    by_system: dict[tuple, list] = {}
+    for entry in entries:
+        s = entry["system"]
+        by_system.setdefault((s["experiment"], s["pair"], s["variant"]), []).append(entry)
+    assert by_system
+    for (experiment, pair, variant), replicas in by_system.items():
+        assert [entry["seed"] for entry in replicas] == [1, 2, 3]
+        folders = [entry["scores"].split("/")[3] for entry in replicas]
+        assert folders == [variant, f"{variant}-seed2", f"{variant}-seed3"]
+        for entry in replicas:
+            assert entry["scores"].startswith(f"results/{experiment}/{pair}/")
+            assert entry["scores"] in job["input"]
+        if table == "table4_simplified":  # each seed's own run, one decoding-speed job per pair
+            assert len({entry["train_log"] for entry in replicas}) == 3
+            assert len({entry["decode_speed"] for entry in replicas}) == 1
+    assert Counter(job["rule"] for job in jobs)["yang2020_decode_speed"] == (
+        len({(e, p) for e, p, _ in by_system}) if table == "table4_simplified" else 0
+    )
+
+
+def test_with_three_seeds_the_analyses_stay_on_the_first_seed_and_say_so():
+    jobs = plan("results/figures/yang2020/figs4_7_aer.png", "--configfile", "experiments/yang2020.yaml")
+    aer = [job for job in jobs if job["rule"] == "yang2020_layer_aer"]
+    assert aer and all("-seed" not in job["output"] for job in aer)
+    (figure,) = [job for job in jobs if job["rule"] == "figure"]
+    assert "(seed 1 only)" in figure["shell"]
 
 
 def uncommented_switch() -> dict:

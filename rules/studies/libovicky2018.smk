@@ -19,6 +19,10 @@
 #   truecaser, the shared codes filtered by its own vocab.<lang>).
 # A corpus whose sources are all Europarl v7 X-en bitexts (europarl_v7_<x>en) is the 5-way corpus the
 # paper builds by pivoting on English: rule libovicky2018_europarl_<corpus> writes its raw files.
+#
+# Training seeds (`seeds:`): every rule with a {variant} wildcard serves each replica (<variant>-seed<N>
+# for the further seeds), each replica is scored and deranged on its own, and Tables 1 and 2 give mean
+# ± sd over the training seeds; the attention figure reads the first seed's models ("seed N only").
 
 from nmtvariants.studies import libovicky2018_plan as lib
 
@@ -34,7 +38,7 @@ if LIBOVICKY2018.attention_systems():
         x="layer",
         y="share",
         group="label",
-        title="Attention over sources per decoder layer",
+        title=f"Attention over sources per decoder layer{LIBOVICKY2018.analysis_note()}",
         ylabel="share of the cross-attention",
     )
 

@@ -23,6 +23,10 @@
 # pair's normalisation, truecaser and BPE (and hyphen split/escaping if the corpus has them), and
 # every line's word count is checked against the gold's tokens. Other corpora get no AER (WMT
 # EN-DE: the RWTH gold is licence-gated; see experiments/yang2020.yaml).
+#
+# Seeds: Tables 1, 2 and 4 read every replica of an experiment with `seeds:` (mean ± sd over seeds);
+# the probes, the layer AER and the decoding speed run on each system's first seed only (the variant's
+# own folder), and the AER table's note and the figures' titles say "seed N only".
 import json
 import os
 
@@ -48,7 +52,7 @@ if any(s.layout == "standard" for s in YANG.probed):
                 "layers",
                 y="perplexity",
                 group="series",
-                title=f"{_title} ({_side})",
+                title=f"{_title} ({_side}){YANG.analysis_note()}",
                 ylabel=f"{_side} perplexity",
             )
 if YANG.aligned:
@@ -59,7 +63,7 @@ if YANG.aligned:
             "layers",
             y=_metric,
             group="series",
-            title=f"Figs. 4-7: {_label} of the SEM alignment",
+            title=f"Figs. 4-7: {_label} of the SEM alignment{YANG.analysis_note()}",
             ylabel=_label,
         )
 

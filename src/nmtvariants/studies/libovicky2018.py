@@ -14,12 +14,15 @@ on its own, so they have no share to show.
 
 **Tables 1 and 2**: per system the clean BLEU and METEOR (``evaluate --preprocess multi30k``) and, per
 randomised input, the mean and standard deviation of BLEU over the derangement seeds
-(``adversarial-summary``). Under each, its deviations from the paper (:data:`DEVIATIONS`; the
-conditions come from the study's plan, ``StudyPlan.table_conditions``).
+(``adversarial-summary``), each of one training run; over a system's training seeds (``seeds:``)
+each of these is reported as mean ± sample sd with n (nmtvariants.reporting.replicas). Under each,
+its deviations from the paper (:data:`DEVIATIONS`; the conditions come from the study's plan,
+``StudyPlan.table_conditions``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +38,8 @@ from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.models.hooks import capture
 from nmtvariants.reporting.deviations import Deviation
-from nmtvariants.reporting.results import metric_label
+from nmtvariants.reporting.replicas import aggregate_replicas, sd_column
+from nmtvariants.reporting.results import UNRECORDED_SEED, metric_label
 
 TABLE_KEYS = ("table1_mmt", "table2_multisource")
 # Every known difference from the paper behind Tables 1 and 2 (reporting/deviations.py). ``when``:
@@ -200,14 +204,18 @@ def _layer_shares(
 
 @dataclass
 class System:
-    """One row of Table 1 or 2: the clean scores of a system and, for a multi-input system, its
-    adversarial summary (``adversarial-summary --json``)."""
+    """One replica of a row of Table 1 or 2: the clean scores of a system trained with one ``seed``
+    and, for a multi-input system, its adversarial summary over the derangement seeds
+    (``adversarial-summary --json``). The replicas of one ``row`` (default: a row of its own) are
+    averaged over their training seeds."""
 
     pair: str
     testset: str
     label: str
     clean: Mapping[str, Any]
     adversarial: Mapping[str, Any] | None = None
+    seed: object = UNRECORDED_SEED
+    row: int | None = None
 
 
 def meteor_label(record: Mapping[str, Any]) -> str:
@@ -222,10 +230,23 @@ def _score(record: Mapping[str, Any], metric: str, where: str) -> float:
     return float(entry["score"])
 
 
-def adversarial_table(systems: Sequence[System], where: Sequence[str] = ()) -> pd.DataFrame:
-    """Tables 1 and 2: pair, test set, system, BLEU, METEOR, then per randomised input (in order of first
-    appearance) the mean adversarial BLEU and its standard deviation over the seeds, and the seed
-    count. Systems without that input (the single-input baselines) have empty cells there."""
+ROW = "row"
+KEYS = [ROW, "pair", "test set", "system"]
+
+
+def adversarial_table(
+    systems: Sequence[System], where: Sequence[str] = ()
+) -> tuple[pd.DataFrame, pd.DataFrame, list[object]]:
+    """Tables 1 and 2 over training seeds (:func:`~nmtvariants.reporting.replicas.aggregate_replicas`):
+    one row per system (its replicas in ``systems`` share a ``row``) with pair, test set, system,
+    ``n`` (training seeds), BLEU, METEOR, then per randomised input (in order of first appearance) the
+    adversarial BLEU (each training seed's mean over its derangement seeds) and the derangement sd (each
+    training seed's sample sd over its derangement seeds) as mean ± sample sd over training seeds, and
+    the derangement seeds per training seed. Systems without that input (the single-input baselines)
+    have empty cells there.
+
+    Returns the CSV frame (means, ``<column> sd`` and each training seed's value), the markdown frame
+    (``mean ± sd`` cells) and the training seeds in first-seen order."""
     names = list(where) or [f"system {i + 1}" for i in range(len(systems))]
     randomised: list[str] = []
     for system in systems:
@@ -233,11 +254,13 @@ def adversarial_table(systems: Sequence[System], where: Sequence[str] = ()) -> p
             if row["randomised"] not in randomised:
                 randomised.append(row["randomised"])
     records = []
-    for system, name in zip(systems, names, strict=True):
+    for k, (system, name) in enumerate(zip(systems, names, strict=True)):
         record: dict[str, Any] = {
+            ROW: k if system.row is None else system.row,
             "pair": system.pair,
             "test set": system.testset,
             "system": system.label,
+            "seed": system.seed,
             "BLEU": _score(system.clean, "bleu", name),
             meteor_label(system.clean): _score(system.clean, "meteor", name),
         }
@@ -248,18 +271,39 @@ def adversarial_table(systems: Sequence[System], where: Sequence[str] = ()) -> p
                 raise InputError(
                     f"{name}: adversarial summary without BLEU; summarise with --metrics bleu,meteor"
                 )
-            record[f"adv. BLEU ({input_name})"] = None if row is None else row["bleu_adv_mean"]
-            record[f"± ({input_name})"] = None if row is None else row["bleu_adv_std"]
-            record[f"seeds ({input_name})"] = None if row is None else row["runs"]
+            record[adversarial_column(input_name)] = math.nan if row is None else row["bleu_adv_mean"]
+            record[derangement_sd_column(input_name)] = math.nan if row is None else row["bleu_adv_std"]
+            record[derangements_column(input_name)] = None if row is None else row["runs"]
         records.append(record)
-    frame = pd.DataFrame.from_records(records)
-    for column in frame.columns[5:]:  # empty cells, not "nan", where a system has no such input
-        values = [
-            None if pd.isna(v) else (int(v) if column.startswith("seeds") else float(v))
-            for v in frame[column]
-        ]
-        frame[column] = pd.Series(values, dtype=object)
-    return frame
+    long = pd.DataFrame.from_records(records)
+    counts = [derangements_column(input_name) for input_name in randomised]
+    metrics = [column for column in long.columns if column not in (*KEYS, "seed", *counts)]
+    csv, markdown, seeds = aggregate_replicas(long, KEYS, metrics)
+    for input_name in randomised:  # after its two columns; a count, the same for every training seed
+        column = derangements_column(input_name)
+        by_row = pd.to_numeric(long[column], errors="coerce").groupby(long[ROW], sort=False).max()
+        values = pd.Series(
+            [None if pd.isna(by_row[row]) else int(by_row[row]) for row in csv[ROW]], dtype=object
+        )
+        at = list(csv.columns).index(sd_column(derangement_sd_column(input_name))) + 1
+        csv.insert(at, column, values)
+        markdown.insert(list(markdown.columns).index(derangement_sd_column(input_name)) + 1, column, values)
+    return csv.drop(columns=[ROW]), markdown.drop(columns=[ROW]), seeds
+
+
+def adversarial_column(input_name: str) -> str:
+    """Mean BLEU with ``input_name`` deranged (over the derangement seeds of one training seed)."""
+    return f"adv. BLEU ({input_name})"
+
+
+def derangement_sd_column(input_name: str) -> str:
+    """The sample sd of that BLEU over the derangement seeds (of one training seed)."""
+    return f"derangement sd ({input_name})"
+
+
+def derangements_column(input_name: str) -> str:
+    """How many derangement seeds that mean and sd are over."""
+    return f"derangements ({input_name})"
 
 
 def write_csv(frame: pd.DataFrame, path: PathLike) -> None:

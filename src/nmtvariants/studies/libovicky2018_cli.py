@@ -41,6 +41,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--system", action="append", required=True, help="PAIR:TESTSET=LABEL (repeat, row order)")
     p.add_argument("--clean", action="append", required=True, help="score JSON per system, in order")
     p.add_argument(
+        "--row",
+        action="append",
+        type=int,
+        default=[],
+        help="the table row (1-based) of the N-th --system: the replicas (training seeds) of one system "
+        "share a row and are averaged; give one per --system or none (each --system its own row)",
+    )
+    p.add_argument(
+        "--seed",
+        action="append",
+        default=[],
+        help="the training seed of the N-th --system (one per --system, or none: seed '?')",
+    )
+    p.add_argument(
         "--adversarial",
         action="append",
         default=[],
@@ -118,11 +132,17 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.errors import ConfigError
     from nmtvariants.evaluation.results import read_scores_json
     from nmtvariants.reporting.deviations import applicable
+    from nmtvariants.reporting.replicas import seeds_note
+    from nmtvariants.reporting.results import UNRECORDED_SEED
     from nmtvariants.reporting.tables import write_table
     from nmtvariants.studies.libovicky2018 import DEVIATIONS, System, adversarial_table
 
-    if len(args.system) != len(args.clean):
-        raise ConfigError(f"libovicky2018-table: {len(args.system)} --system but {len(args.clean)} --clean")
+    for option, given in (("--clean", args.clean), ("--row", args.row), ("--seed", args.seed)):
+        if given and len(given) != len(args.system):
+            raise ConfigError(f"libovicky2018-table: {len(args.system)} --system but {len(given)} {option}")
+    rows = args.row or [None] * len(args.system)
+    seeds = [int(seed) if seed.isdigit() else seed for seed in args.seed]
+    seeds = seeds or [UNRECORDED_SEED] * len(args.system)
     summaries: dict[int, Path] = {}
     for item in args.adversarial:
         index, sep, path = item.partition("=")
@@ -138,8 +158,8 @@ def run_table(args: argparse.Namespace) -> int:
         if not sep or not colon:
             raise ConfigError(f"--system {system!r}: expected PAIR:TESTSET=LABEL")
         adversarial = json.loads(summaries[k].read_text(encoding="utf-8")) if k in summaries else None
-        systems.append(System(pair, testset, label, read_scores_json(clean), adversarial))
-    frame = adversarial_table(systems, where=args.clean)
+        systems.append(System(pair, testset, label, read_scores_json(clean), adversarial, seeds[k], rows[k]))
+    frame, markdown, seen = adversarial_table(systems, where=args.clean)
     known = {deviation.when for deviation in DEVIATIONS if deviation.when}
     unknown = sorted(set(args.condition) - known)
     if unknown:
@@ -148,9 +168,10 @@ def run_table(args: argparse.Namespace) -> int:
         frame,
         args.output,
         args.title,
-        args.notes,
+        f"{args.notes} {seeds_note(seen)}".strip(),
         sources=[*args.clean, *summaries.values()],
         deviations=applicable(DEVIATIONS, args.table, args.condition),
+        markdown=markdown,
     )
     return 0
 

@@ -7,15 +7,30 @@ package). Experiments with ``study: libovicky2018`` name the extra inputs of the
 again with one input deranged (the image; or each source language in turn), once per derangement
 seed (``studies.libovicky2018.derangement_seeds``, default :data:`SEEDS`); the flat and
 hierarchical variants also give the attention figure.
+
+An experiment with several training ``seeds`` has one replica per seed (nmtvariants.config.replica_name:
+the first seed's folder is the variant's own name, the others ``<variant>-seed<N>``). Every rule here
+with a ``{variant}`` wildcard serves every replica (:meth:`StudyPlan.inputs` reads a replica's inputs
+from its variant), and each replica gets its own adversarial decodes over the derangement seeds; Tables 1
+and 2 read every replica (mean ± sd over training seeds), the attention figure the first seed only.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from nmtvariants.config import content_id, decode_settings, experiment_systems, shared_bpe_languages
+from nmtvariants.config import (
+    content_id,
+    decode_settings,
+    experiment_seeds,
+    experiment_systems,
+    parse_replica,
+    replica_name,
+    shared_bpe_languages,
+)
 from nmtvariants.errors import ConfigError
 
 STUDY = "libovicky2018"
@@ -43,6 +58,17 @@ TITLES = {
 }
 
 System = tuple[str, str, str, str]  # experiment, pair, variant, test set
+
+
+@dataclass(frozen=True)
+class TableReplica:
+    """One training seed of one row of Table 1 or 2: the row (0-based), its system, the seed and the
+    replica's result-folder name."""
+
+    row: int
+    system: System
+    seed: int
+    name: str
 
 
 class StudyPlan:
@@ -80,7 +106,17 @@ class StudyPlan:
                 )
 
     # --- experiments ---------------------------------------------------------------------------
+    def training_seeds(self, experiment: str) -> list[int]:
+        return experiment_seeds(self.config, experiment)
+
+    def variant_of(self, experiment: str, name: str) -> str:
+        """The variant of a result folder's name: the name itself, or for a further seed's replica
+        (``<variant>-seed<N>``) the variant it replicates."""
+        return parse_replica(name, self.training_seeds(experiment))[0]
+
     def inputs(self, experiment: str, variant: str) -> dict[str, Any]:
+        """The extra inputs of a variant, or of the variant a replica's name stands for."""
+        variant = self.variant_of(experiment, variant)
         return dict((self.experiments[experiment].get("inputs") or {}).get(variant) or {})
 
     def extra_langs(self, experiment: str, variant: str) -> list[str]:
@@ -132,6 +168,7 @@ class StudyPlan:
         """The variant's combination strategy; None for a single-input variant (a baseline row)."""
         if not self.inputs(experiment, variant):
             return None
+        variant = self.variant_of(experiment, variant)
         options = (self.experiments[experiment]["variants"][variant] or {}).get("multi_source") or {}
         return options.get("strategy", "serial")
 
@@ -158,6 +195,24 @@ class StudyPlan:
             for of, variant in experiment_systems(spec)
             if of == pair
         ]
+
+    def table_replicas(self, kind: str) -> list[TableReplica]:
+        """Every training seed of every row of a table, row by row, seed by seed within a row."""
+        replicas = []
+        for row, system in enumerate(self.systems(kind)):
+            seeds = self.training_seeds(system[0])
+            replicas += [
+                TableReplica(row, system, seed, replica_name(system[2], seed, seeds)) for seed in seeds
+            ]
+        return replicas
+
+    def analysis_note(self) -> str:
+        """The attention figure's title suffix: " (seed N only)" where an experiment of the study has
+        several training seeds (the figure reads the first seed's models), else nothing."""
+        seeds = [self.training_seeds(name) for name in self.experiments]
+        if all(len(one) == 1 for one in seeds):
+            return ""
+        return f" (seed {', '.join(str(s) for s in dict.fromkeys(one[0] for one in seeds))} only)"
 
     def tables(self) -> list[str]:
         return [f"results/tables/{STUDY}/{kind}.md" for kind in TABLES if self.systems(kind)]
@@ -366,19 +421,31 @@ class StudyPlan:
 
     # --- Tables 1 and 2 -----------------------------------------------------------------------------
     def table_inputs(self, wildcards: Any) -> dict[str, str]:
+        """Each replica's clean scores and, for a multi-input system, its adversarial summary."""
         inputs = {}
-        for k, (e, p, v, t) in enumerate(self.systems(wildcards.table)):
-            inputs[f"clean_{k}"] = f"{self.folder(e, p, v)}/{t}.clean.json"
-            if self.inputs(e, v):
-                inputs[f"adversarial_{k}"] = f"{self.folder(e, p, v)}/{t}.adversarial.json"
+        for k, replica in enumerate(self.table_replicas(wildcards.table)):
+            e, p, _, t = replica.system
+            inputs[f"clean_{k}"] = f"{self.folder(e, p, replica.name)}/{t}.clean.json"
+            if self.inputs(e, replica.name):
+                inputs[f"adversarial_{k}"] = f"{self.folder(e, p, replica.name)}/{t}.adversarial.json"
         return inputs
 
     def table_args(self, wildcards: Any, input: Any) -> list[str]:
-        """The builder's arguments: the table, its deviation conditions, then each row's files."""
+        """The builder's arguments: the table, its deviation conditions, then each replica's row, training
+        seed and files (the replicas of one row are averaged over their seeds)."""
         args = ["--table", wildcards.table, *self.table_conditions(wildcards)]
-        for k, (e, p, v, t) in enumerate(self.systems(wildcards.table)):
+        for k, replica in enumerate(self.table_replicas(wildcards.table)):
+            e, p, v, t = replica.system
             label = self.strategy(e, v) or BASELINE_LABELS[wildcards.table]
-            args += ["--system", f"{p}:{t}={label}", "--clean", input[f"clean_{k}"]]
+            args += [
+                "--system",
+                f"{p}:{t}={label}",
+                "--row",
+                str(replica.row + 1),
+                "--seed",
+                str(replica.seed),
+            ]
+            args += ["--clean", input[f"clean_{k}"]]
             if f"adversarial_{k}" in set(input.keys()):
                 args += ["--adversarial", f"{k + 1}={input[f'adversarial_{k}']}"]
         return args
@@ -410,10 +477,12 @@ class StudyPlan:
     def table_notes(self, wildcards: Any) -> str:
         notes = (
             "BLEU and METEOR on lower-cased, Moses-normalised and tokenised text (`evaluate --preprocess "
-            "multi30k`, the WMT multimodal evaluation). adv. BLEU (X): the mean over "
+            "multi30k`, the WMT multimodal evaluation). adv. BLEU (X): per training seed, the mean over "
             f"{len(self.seeds)} derangement seeds ({', '.join(map(str, self.seeds))}) of BLEU with input X "
-            "of every test sentence replaced by another sentence's; ± the sample standard deviation over "
-            "the seeds. "
+            "of every test sentence replaced by another sentence's, then over the training seeds like "
+            "every score; derangement sd (X): per training seed, the sample standard deviation over the "
+            "derangement seeds (each training seed's in the CSV), averaged over the training seeds; "
+            "derangements (X): the derangement seeds per training seed. "
             "Baseline rows: the single-input model on the same data (its run is shared)."
         )
         if wildcards.table == "table2_multisource":

@@ -45,6 +45,7 @@ from nmtvariants.models.config import ALIASES, PRESETS, model_config
 from nmtvariants.models.layers import parse_layout
 from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
 from nmtvariants.reporting.deviations import Deviation
+from nmtvariants.reporting.replicas import aggregate_replicas, seed_column
 from nmtvariants.reporting.results import metric_label
 from nmtvariants.text.subword_map import HYPHEN
 from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-exported)
@@ -184,12 +185,53 @@ def _metrics(path: PathLike) -> dict[str, float]:
     }
 
 
-def bleu_table(entries: Sequence[tuple[System, str, PathLike]]) -> pd.DataFrame:
-    """One row per (system, test set) with every metric of its score file, and ``ΔBLEU``: the
-    difference to the standard decoder of the same experiment, pair, test set and depth (empty
-    when the config has no such standard decoder)."""
+# A table over training seeds (nmtvariants.reporting.replicas): one row per system and test set, each
+# metric's mean over the system's replicas with its sample sd and n, each seed's value in the CSV. A
+# difference to the standard decoder (ΔBLEU) and a ratio are taken between the means: the replicas of
+# two layouts are independent draws, so no seed of one is the partner of a seed of the other.
+BLEU_KEYS = ["experiment", "pair", "testset", "size", "decoder layers", "layout", "variant"]
+DELTA = "ΔBLEU"
+# (system, test set, score file, training seed): one replica's scores on one test set
+ScoreEntry = tuple[System, str, PathLike, object]
+
+
+@dataclass
+class ReplicaTable:
+    """A table over training seeds: ``csv`` (means, ``<metric> sd``, ``n`` and each seed's value),
+    ``markdown`` (``mean ± sd`` cells) and the ``seeds`` behind it, in first-seen order."""
+
+    csv: pd.DataFrame
+    markdown: pd.DataFrame
+    seeds: list[object]
+
+    def add(self, name: str, values: Sequence[Any], digits: int = 2) -> None:
+        """A column computed from the rows' means (a difference, a ratio, a count), placed after the
+        aggregated columns in the CSV (before the per-seed ones) and last in the markdown."""
+        per_seed = [
+            column
+            for column in self.csv.columns
+            if any(str(column).endswith(seed_column("", seed)) for seed in self.seeds)
+        ]
+        self.csv.insert(len(self.csv.columns) - len(per_seed), name, list(values))
+        self.markdown[name] = [_cell(value, digits) for value in values]
+
+    def drop(self, column: str) -> None:
+        self.csv = self.csv.drop(columns=[column])
+        self.markdown = self.markdown.drop(columns=[column])
+
+
+def _cell(value: Any, digits: int) -> Any:
+    """A markdown cell: integers as they are, floats with ``digits`` decimals, NaN as empty."""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.{digits}f}"
+    return value
+
+
+def score_rows(entries: Sequence[ScoreEntry]) -> pd.DataFrame:
+    """One row per replica and test set: the system's keys (:data:`BLEU_KEYS`), its ``seed`` and every
+    metric of its score file."""
     rows = []
-    for system, testset, path in entries:
+    for system, testset, path, seed in entries:
         rows.append(
             {
                 "experiment": system.experiment,
@@ -199,46 +241,83 @@ def bleu_table(entries: Sequence[tuple[System, str, PathLike]]) -> pd.DataFrame:
                 "decoder layers": system.decoder_layers,
                 "layout": system.layout,
                 "variant": system.variant,
+                "seed": seed,
                 **_metrics(path),
             }
         )
-    frame = pd.DataFrame(rows)
-    if frame.empty or "BLEU" not in frame:
-        return frame
-    keys = ["experiment", "pair", "testset", "decoder layers"]
-    standard = frame[frame["layout"] == STANDARD].set_index(keys)["BLEU"]
-    frame["ΔBLEU"] = [
-        row["BLEU"] - standard[tuple(row[k] for k in keys)]
-        if tuple(row[k] for k in keys) in standard.index
-        else math.nan
-        for _, row in frame.iterrows()
-    ]
-    return frame
+    return pd.DataFrame(rows)
+
+
+def _aggregate(long: pd.DataFrame) -> ReplicaTable:
+    metrics = [column for column in long.columns if column not in (*BLEU_KEYS, "seed")]
+    return ReplicaTable(*aggregate_replicas(long, BLEU_KEYS, metrics))
+
+
+def bleu_table(entries: Sequence[ScoreEntry]) -> ReplicaTable:
+    """One row per (system, test set) over its replicas, every metric of its score files as mean ±
+    sample sd, and ``ΔBLEU``: the difference of its mean BLEU to the mean BLEU of the standard decoder
+    of the same experiment, pair, test set and depth (empty when the config has no such standard
+    decoder)."""
+    table = _aggregate(score_rows(entries))
+    _add_delta(table)
+    return table
+
+
+def _add_delta(table: ReplicaTable) -> None:
+    """``ΔBLEU``: each row's mean BLEU less the standard decoder's of its place (NaN without one)."""
+    if table.csv.empty or "BLEU" not in table.csv:
+        return
+    standard = _standard_values(table.csv, "BLEU")
+    table.add(DELTA, [row["BLEU"] - standard.get(_place(row), math.nan) for _, row in table.csv.iterrows()])
+
+
+def _place(row: pd.Series) -> tuple[Any, ...]:
+    """What a layout is compared within: experiment, pair, test set and depth."""
+    return tuple(row[key] for key in ("experiment", "pair", "testset", "decoder layers"))
+
+
+def _standard_values(frame: pd.DataFrame, column: str) -> dict[tuple[Any, ...], float]:
+    return {_place(row): row[column] for _, row in frame.iterrows() if row["layout"] == STANDARD}
+
+
+TRAIN_SPEED = "train tok/s"
 
 
 def simplified_table(
-    entries: Sequence[tuple[System, str, PathLike]],
+    entries: Sequence[ScoreEntry],
     parameters: dict[System, int],
-    train_speed: dict[System, float],
+    train_speed: dict[tuple[System, object], float],
     decode_speed: dict[System, float],
-) -> pd.DataFrame:
-    """Table 4: one row per (system, test set) of :func:`simplified_pairs` with BLEU, parameters,
-    training tokens/s and decoding sentences/s, and each as a ratio to the standard decoder."""
-    frame = bleu_table(entries)
-    systems = [system for system, _, _ in entries]
-    frame["parameters"] = [parameters[s] for s in systems]
-    frame["train tok/s"] = [train_speed[s] for s in systems]
-    frame["decode sent/s"] = [decode_speed[s] for s in systems]
-    standard = {(s.experiment, s.pair, s.decoder_layers): s for s in systems if s.layout == STANDARD}
+) -> ReplicaTable:
+    """Table 4: one row per (system, test set) of :func:`simplified_pairs` with BLEU and training
+    tokens/s over the system's replicas (``train_speed`` per (system, seed): each seed's run was timed
+    while it trained), its parameters and decoding sentences/s (one value per system: every seed has the
+    same architecture, and the speed job times one model pair), and each as a ratio to the standard
+    decoder (of the means)."""
+    long = score_rows(entries)
+    long[TRAIN_SPEED] = [train_speed[(system, seed)] for system, _, _, seed in entries]
+    table = _aggregate(long)
+    _add_delta(table)
+    systems = {(s.experiment, s.pair, s.variant, s.decoder_layers, s.layout): s for s, _, _, _ in entries}
+    rows = [
+        systems[(row["experiment"], row["pair"], row["variant"], row["decoder layers"], row["layout"])]
+        for _, row in table.csv.iterrows()
+    ]
+    table.add("parameters", [parameters[s] for s in rows])
+    table.add("decode sent/s", [decode_speed[s] for s in rows])
+    standard = {(s.experiment, s.pair, s.decoder_layers): s for s in rows if s.layout == STANDARD}
+    train_means = dict(zip(rows, table.csv[TRAIN_SPEED], strict=True))
     for column, values in (
         ("parameters", parameters),
-        ("train tok/s", train_speed),
+        (TRAIN_SPEED, train_means),
         ("decode sent/s", decode_speed),
     ):
-        frame[f"{column} ratio"] = [
-            values[s] / values[standard[(s.experiment, s.pair, s.decoder_layers)]] for s in systems
-        ]
-    return frame.drop(columns=[c for c in ("variant",) if c in frame])
+        table.add(
+            f"{column} ratio",
+            [values[s] / values[standard[(s.experiment, s.pair, s.decoder_layers)]] for s in rows],
+        )
+    table.drop("variant")
+    return table
 
 
 # --- figures -------------------------------------------------------------------------------------
@@ -309,6 +388,23 @@ def aer_figure_rows(metric: str, tables: Sequence[tuple[System, PathLike]]) -> l
             for layer, value in zip(frame["layer"], frame[metric], strict=True)
         ]
     return rows
+
+
+def analysed_seed_note(analysed: Sequence[tuple[object, Sequence[object]]]) -> str:
+    """The note beside a per-layer analysis (AER and coverage, reconstruction probes): which training
+    seed's model was analysed. ``analysed`` holds, per system, (the seed analysed, the experiment's
+    seeds). The analyses are run on each system's first seed only, so with several seeds the note says
+    "seed N only" rather than let a single model pass for the mean over seeds."""
+    first = list(dict.fromkeys(seed for seed, _ in analysed))
+    everything = list(dict.fromkeys(seed for _, seeds in analysed for seed in seeds))
+    listed = ", ".join(map(str, first))
+    if len(everything) <= 1:
+        return f"1 seed ({listed}): every value is a single training run's model."
+    return (
+        f"Seed {listed} only: each system's per-layer analysis is of its first training seed's model; the "
+        f"models of the other seeds ({', '.join(str(s) for s in everything if s not in first)}) are not "
+        "analysed, so no spread over seeds is given."
+    )
 
 
 AER_COLUMNS = ("layer", "aer", "precision", "recall", "coverage")

@@ -19,7 +19,8 @@ from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 TABLES = {
     "layouts": (
         "Yang et al. (2020) Table 1: decoder layouts",
-        "BLEU of each decoder layout at the preset's depth; ΔBLEU against the standard decoder (TEM -> "
+        "BLEU of each decoder layout at the preset's depth; ΔBLEU: its mean BLEU less the mean BLEU of "
+        "the standard decoder (TEM -> "
         "SEM -> IFM) of the same experiment, pair and test set. sem_ifm drops TEM, sem_tem_ifm swaps "
         "the two attentions, simplified keeps one Add&Norm as IFM (no FFN).",
     ),
@@ -30,12 +31,13 @@ TABLES = {
     ),
     "simplified": (
         "Yang et al. (2020) Table 4: simplified against standard decoder",
-        "Parameters: counted on the averaged checkpoint (as `nmtvariants count-params`). Train tok/s: "
-        "target tokens per second of the run's train_log.csv (all logged training tokens over the "
-        "summed logging windows; validation excluded), each run timed while it trained, so other jobs "
-        "running beside it add noise. Decode sent/s: beam search over the first test sentences, both "
-        "models timed in one job in alternating rounds (median round; rule yang2020_decode_speed). "
-        "Ratios are against the standard decoder.",
+        "Parameters: counted on the first seed's averaged checkpoint (as `nmtvariants count-params`; "
+        "every seed has the same architecture). Train tok/s: target tokens per second of each seed's "
+        "train_log.csv (all logged training tokens over the summed logging windows; validation "
+        "excluded), each run timed while it trained, so other jobs running beside it add noise. Decode "
+        "sent/s: beam search over the first test sentences, the first seed's two models timed in one "
+        "job in alternating rounds (median round; rule yang2020_decode_speed). Ratios are against the "
+        "standard decoder, of the means over seeds.",
     ),
     "aer": (
         "Yang et al. (2020) Figs. 4-7: AER of each decoder layer's SEM alignment",
@@ -69,8 +71,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     tb.add_argument(
         "--entries",
         required=True,
-        help="JSON list of {system: {...}, testset, scores[, checkpoint, train_log, decode_speed]}"
-        " (kind aer: {system: {...}, csv, gold, corpus})",
+        help="JSON list of {system: {...}, seed, testset, scores[, checkpoint, train_log, decode_speed]},"
+        " one per training seed (replica) and test set (kind aer: {system: {...}, csv, gold, corpus, seed,"
+        " seeds}: the seed analysed and the experiment's seeds)",
     )
     tb.add_argument("--out", required=True, help="markdown table; the CSV and provenance go beside it")
     tb.set_defaults(func=run_table)
@@ -158,9 +161,12 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.models import load_model
     from nmtvariants.models.build import count_parameters
     from nmtvariants.reporting.deviations import applicable
+    from nmtvariants.reporting.replicas import seeds_note
+    from nmtvariants.reporting.results import UNRECORDED_SEED
     from nmtvariants.reporting.tables import write_table
     from nmtvariants.studies.yang2020 import (
         DEVIATIONS,
+        analysed_seed_note,
         bleu_table,
         read_decode_speed,
         simplified_table,
@@ -176,24 +182,34 @@ def run_table(args: argparse.Namespace) -> int:
 
         hansards = [e["corpus"] for e in entries if e["gold"] == "hansards"]
         notes += hansards_note(hansards) if hansards else ""
+        seeds = [
+            (e.get("seed", UNRECORDED_SEED), e.get("seeds") or [e.get("seed", UNRECORDED_SEED)])
+            for e in entries
+        ]
+        notes += " " + analysed_seed_note(seeds)
         frame = layer_aer_table([(e["system"], e["corpus"], e["gold"], e["csv"]) for e in entries])
         write_table(frame, args.out, title, notes, [e["csv"] for e in entries], deviations)
         return 0
-    rows = [(e["system"], e["testset"], e["scores"]) for e in entries]
+    # one entry per replica (training seed) and test set; the rows are the systems, over their seeds
+    rows = [(e["system"], e["testset"], e["scores"], e.get("seed", UNRECORDED_SEED)) for e in entries]
     sources = [e["scores"] for e in entries]
     if args.kind == "simplified":
         parameters, train_speed, decode_speed = {}, {}, {}
-        for entry in entries:
-            system = entry["system"]
-            if system not in parameters:
+        for entry, (system, _, _, seed) in zip(entries, rows, strict=True):
+            if system not in parameters:  # the first seed's checkpoint: every seed has the same count
                 parameters[system] = count_parameters(load_model(entry["checkpoint"], map_location="cpu"))
-                train_speed[system] = training_speed(entry["train_log"])
                 decode_speed[system] = read_decode_speed(entry["decode_speed"], system.variant)
-                sources += [entry["train_log"], entry["decode_speed"]]
-        frame = simplified_table(rows, parameters, train_speed, decode_speed)
+                sources.append(entry["decode_speed"])
+            if (system, seed) not in train_speed:
+                train_speed[(system, seed)] = training_speed(entry["train_log"])
+                sources.append(entry["train_log"])
+        table = simplified_table(rows, parameters, train_speed, decode_speed)
     else:
-        frame = bleu_table(rows)
-    write_table(frame, args.out, title, notes, list(dict.fromkeys(sources)), deviations)
+        table = bleu_table(rows)
+    notes += " " + seeds_note(table.seeds)
+    write_table(
+        table.csv, args.out, title, notes, list(dict.fromkeys(sources)), deviations, markdown=table.markdown
+    )
     return 0
 
 

@@ -4,6 +4,11 @@ checkpoints and logs, their BPE'd data, and the JSON entries its table and figur
 One object per resolved config (:class:`Yang2020Workflow`), so that the rule file holds rules only
 and every path is decided here, with the same run ids as ``rules/common.smk``
 (:func:`nmtvariants.config.training_runs`).
+
+An experiment with several ``seeds`` has one replica per seed (nmtvariants.config.replica_name): the
+BLEU tables read every replica and report mean ± sd over seeds; the per-layer analyses (probes, AER)
+and the decoding-speed job stay on each system's first seed (the variant's own folder and run), and
+their notes and figure titles say so.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from nmtvariants.config import training_runs
+from nmtvariants.config import experiment_seeds, replica_name, training_runs
 from nmtvariants.errors import ConfigError
 from nmtvariants.studies.yang2020 import (
     SIMPLIFIED,
@@ -62,6 +67,9 @@ class Yang2020Workflow:
         self.experiments = config.get("experiments", {})
         self.corpora = config.get("corpora", {})
         self.systems = study_systems(config)
+        self.seeds = {
+            system.experiment: experiment_seeds(config, system.experiment) for system in self.systems
+        }
         self.run_of = {user: run.id for run in training_runs(config).values() for user in run.users}
         # Figures 3, 8, 10 are the base-size (or toy) models' as in the paper; big models are not probed
         self.probed = [
@@ -89,11 +97,30 @@ class Yang2020Workflow:
     def corpus(self, system: System) -> str:
         return self.experiments[system.experiment]["corpus"]
 
-    def run_dir(self, system: System) -> str:
-        return f"models/runs/{self.run_of[(system.experiment, system.pair, system.variant)]}"
+    def replicas(self, system: System) -> list[tuple[int, str]]:
+        """(seed, result-folder name) of each of the system's training seeds, the first seed first."""
+        seeds = self.seeds[system.experiment]
+        return [(seed, replica_name(system.variant, seed, seeds)) for seed in seeds]
 
-    def checkpoint(self, system: System) -> str:
-        return f"{self.run_dir(system)}/averaged-last{self.experiments[system.experiment]['average_last']}.pt"
+    def first_seed(self, system: System) -> int:
+        """The seed whose model the per-layer analyses and the decoding-speed job read."""
+        return self.seeds[system.experiment][0]
+
+    def analysis_note(self) -> str:
+        """A figure title's suffix for the per-layer analyses: " (seed N only)" where an experiment of
+        the study has several seeds (the analyses read the first), else nothing (one seed: as ever)."""
+        if all(len(seeds) == 1 for seeds in self.seeds.values()):
+            return ""
+        first = ", ".join(str(seed) for seed in dict.fromkeys(seeds[0] for seeds in self.seeds.values()))
+        return f" (seed {first} only)"
+
+    def run_dir(self, system: System, replica: str | None = None) -> str:
+        """The run of a system's ``replica`` (default: its first seed's, the variant's own name)."""
+        return f"models/runs/{self.run_of[(system.experiment, system.pair, replica or system.variant)]}"
+
+    def checkpoint(self, system: System, replica: str | None = None) -> str:
+        average = self.experiments[system.experiment]["average_last"]
+        return f"{self.run_dir(system, replica)}/averaged-last{average}.pt"
 
     def bpe(self, system: System, split: str, side: str) -> str:
         lang = system.pair.split("-")[0 if side == "src" else 1]
@@ -216,40 +243,50 @@ class Yang2020Workflow:
     # --- what the table and figure commands read ---------------------------------------------------
 
     def score_entries(self, systems: list[System]) -> list[dict[str, Any]]:
+        """One entry per system, training seed and test set: the replica's score file."""
         return [
             {
                 "system": asdict(s),
+                "seed": seed,
                 "testset": testset,
-                "scores": f"results/{s.experiment}/{s.pair}/{s.variant}/{testset}.scores.json",
+                "scores": f"results/{s.experiment}/{s.pair}/{replica}/{testset}.scores.json",
             }
             for s in systems
+            for seed, replica in self.replicas(s)
             for testset in self.testsets(s)
         ]
 
     def simplified_entries(self) -> list[dict[str, Any]]:
+        """Table 4's entries: each replica's scores, checkpoint and training log, and the decoding
+        speed of the first seed's two models (one job per experiment and pair)."""
         entries = []
         for standard, simplified in simplified_pairs(self.systems):
             speed = f"results/yang2020/{standard.experiment}/{standard.pair}/decode_speed.json"
             for system in (standard, simplified):
+                replicas = dict(self.replicas(system))
                 for entry in self.score_entries([system]):
+                    replica = replicas[entry["seed"]]
                     entries.append(
                         {
                             **entry,
-                            "checkpoint": self.checkpoint(system),
-                            "train_log": f"{self.run_dir(system)}/train_log.csv",
+                            "checkpoint": self.checkpoint(system, replica),
+                            "train_log": f"{self.run_dir(system, replica)}/train_log.csv",
                             "decode_speed": speed,
                         }
                     )
         return entries
 
     def aer_entries(self) -> list[dict[str, Any]]:
-        """The AER-per-layer table: every aligned system's layer_aer.csv, its gold set and corpus."""
+        """The AER-per-layer table: every aligned system's layer_aer.csv (of its first seed's model),
+        its gold set and corpus, the seed analysed and the experiment's seeds."""
         return [
             {
                 "system": asdict(s),
                 "csv": f"{self.folder(s)}/layer_aer.csv",
                 "gold": self.gold_set(s),
                 "corpus": self.corpus(s),
+                "seed": self.first_seed(s),
+                "seeds": self.seeds[s.experiment],
             }
             for s in self.aligned
         ]

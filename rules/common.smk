@@ -435,6 +435,66 @@ def experiment_metrics(wildcards):
     return ",".join(EXPERIMENTS[wildcards.experiment]["evaluate"]["metrics"])
 
 
+# --- significance over replicas: one rule for every study -----------------------------------------
+# A study that tests its variants against a reference (Emelin's baseline, Bugliarello's Transformer)
+# registers the experiment here, and rule `significance` (rules/evaluate.smk) writes
+# results/<experiment>/<pair>/<variant>/<testset>.significance.json: the paired bootstrap over
+# sentences *and* replicas (nmtvariants.evaluation.significance.replica_bootstrap) of every seed's
+# output of the variant against every seed's output of the reference. One file per (experiment,
+# pair, variant, test set), so two tables of a study that need the same test read one result; with
+# one seed it is the per-sentence paired bootstrap of one output against one.
+
+SIGNIFICANCE = {}  # experiment -> {"reference": variant, "metrics": [metric, ...]}
+SIGNIFICANCE_SAMPLES = 1000
+
+
+def register_significance(experiment, reference, metrics):
+    """Test the experiment's variants against ``reference`` with ``metrics`` (bleu, chrf, ...);
+    one registration per experiment, since one file holds its test."""
+    wanted = {"reference": reference, "metrics": list(metrics)}
+    if SIGNIFICANCE.setdefault(experiment, wanted) != wanted:
+        raise ValueError(
+            f"register_significance({experiment!r}): already registered as {SIGNIFICANCE[experiment]}"
+        )
+
+
+def significance_setting(wildcards, key):
+    if wildcards.experiment not in SIGNIFICANCE:
+        raise ValueError(
+            f"{wildcards.experiment}: no significance test registered for this experiment"
+            " (register_significance in its study's rules)"
+        )
+    return SIGNIFICANCE[wildcards.experiment][key]
+
+
+def replica_hypotheses(wildcards, variant):
+    """The post-processed output of every replica (one per seed) of ``variant`` on the test set."""
+    outputs = [
+        f"results/{wildcards.experiment}/{wildcards.pair}/{replica.name}/{wildcards.testset}.hyp"
+        for replica in experiment_replicas(config, wildcards.experiment)
+        if replica.pair == wildcards.pair and replica.variant == variant
+    ]
+    if not outputs:
+        raise ValueError(
+            f"{wildcards.experiment}/{wildcards.pair}: no variant {variant!r} trained on this pair"
+            " (a significance test names a variant, not one of its -seed<N> replicas)"
+        )
+    return outputs
+
+
+def significance_replica_args(wildcards, input):
+    """`significance-replicas` options: --baseline FILE and --system FILE once per replica."""
+    return [
+        word
+        for option, files in (
+            ("--baseline", input.baseline),
+            ("--system", input.system),
+        )
+        for path in files
+        for word in (option, path)
+    ]
+
+
 # --- tables ------------------------------------------------------------------------------------
 
 

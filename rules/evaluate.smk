@@ -1,5 +1,6 @@
 # Decoding (once per shared run and decode setting), post-processing (the exact inverse chain) and
-# scoring against the raw references (per experiment: the scores carry the experiment's name).
+# scoring against the raw references (per experiment: the scores carry the experiment's name), and the
+# significance of a variant against its experiment's reference over all replicas of both.
 
 
 rule translate:
@@ -79,4 +80,37 @@ rule evaluate:
         "nmtvariants evaluate --hyp {input.hyp:q} --ref {input.ref:q} -l {params.lang:q}"
         " --metrics {params.metrics:q} {params.meteor:q} --system {params.system:q}"
         " --testset {wildcards.testset:q}"
+        " --json {output:q} > {log:q} 2>&1"
+
+
+rule significance:
+    # every seed's output of the variant against every seed's output of the reference that the
+    # experiment's study registered (register_significance, rules/common.smk)
+    input:
+        baseline=lambda wc: replica_hypotheses(
+            wc, significance_setting(wc, "reference")
+        ),
+        system=lambda wc: replica_hypotheses(wc, wc.variant),
+        ref=lambda wc: f"data/{experiment_corpus(wc)}/raw/{wc.testset}.{wc.pair.split('-')[1]}",
+    output:
+        "results/{experiment}/{pair}/{variant}/{testset}.significance.json",
+    log:
+        "logs/significance/{experiment}/{pair}/{variant}/{testset}.log",
+    wildcard_constraints:
+        testset="[A-Za-z0-9_-]+",
+    conda:
+        "../envs/evaluate.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        replicas=significance_replica_args,
+        lang=lambda wc: wc.pair.split("-")[1],
+        metrics=lambda wc: ",".join(significance_setting(wc, "metrics")),
+        samples=SIGNIFICANCE_SAMPLES,
+        seed=config["seed"],
+    shell:
+        "nmtvariants significance-replicas {params.replicas:q} --ref {input.ref:q} -l {params.lang:q}"
+        " --metrics {params.metrics:q} --samples {params.samples:q} --seed {params.seed:q}"
         " --json {output:q} > {log:q} 2>&1"

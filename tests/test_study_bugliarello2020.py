@@ -144,19 +144,19 @@ def test_table1_marks_what_is_significant_against_the_transformer(tmp_path):
         entry(tmp_path, "transformer", {}, 30.0, pair="en-ja", ribes=80.123),
         entry(tmp_path, "pascal", {"pascal": {}}, 31.0, (1.0, 0.001), pair="en-ja", ribes=81.0),
     ]
-    frame = main_table(entries)
+    _, frame = main_table(entries)  # the markdown cells: one seed, so no ± sd
     assert frame.to_dict("records") == [
-        {"task": "toy en-de test", "system": "Transformer", "variant": "transformer", "BLEU": 20.0,
-         "mark": "", "delta": None, "p": None, "RIBES": "n/a"},
-        {"task": "toy en-de test", "system": "+S&H", "variant": "sh", "BLEU": 19.5,
+        {"task": "toy en-de test", "system": "Transformer", "variant": "transformer", "n": 1,
+         "BLEU": "20.00", "mark": "", "delta": None, "p": None, "RIBES": "n/a"},
+        {"task": "toy en-de test", "system": "+S&H", "variant": "sh", "n": 1, "BLEU": "19.50",
          "mark": "", "delta": -0.5, "p": 0.03, "RIBES": "n/a"},
-        {"task": "toy en-de test", "system": "+LISA", "variant": "lisa", "BLEU": 20.3,
+        {"task": "toy en-de test", "system": "+LISA", "variant": "lisa", "n": 1, "BLEU": "20.30",
          "mark": "", "delta": 0.3, "p": 0.2, "RIBES": "n/a"},
-        {"task": "toy en-de test", "system": "+PASCAL", "variant": "pascal", "BLEU": 21.5,
+        {"task": "toy en-de test", "system": "+PASCAL", "variant": "pascal", "n": 1, "BLEU": "21.50",
          "mark": "‡", "delta": 1.5, "p": 0.004, "RIBES": "n/a"},
-        {"task": "toy en-ja test", "system": "Transformer", "variant": "transformer", "BLEU": 30.0,
-         "mark": "", "delta": None, "p": None, "RIBES": "80.12"},
-        {"task": "toy en-ja test", "system": "+PASCAL", "variant": "pascal", "BLEU": 31.0,
+        {"task": "toy en-ja test", "system": "Transformer", "variant": "transformer", "n": 1,
+         "BLEU": "30.00", "mark": "", "delta": None, "p": None, "RIBES": "80.12"},
+        {"task": "toy en-ja test", "system": "+PASCAL", "variant": "pascal", "n": 1, "BLEU": "31.00",
          "mark": "‡", "delta": 1.0, "p": 0.001, "RIBES": "81.00"},
     ]  # fmt: skip
     no_ribes = entry(tmp_path, "plain", {}, 30.0, pair="en-ja")
@@ -170,7 +170,7 @@ def test_table3_lists_pascal_variants_by_layer_and_variance(tmp_path):
         entry(tmp_path, "parent_only", {"pascal": {"parent_only": True, "q": 0.4}}, 20.1, (0.1, 0.5)),
         entry(tmp_path, "layer1", {"pascal": {"heads": 2}}, 21.0, (1.0, 0.009)),
     ]
-    frame = ablation_table(entries)
+    frame, _ = ablation_table(entries)
     assert frame[["variant", "layer", "heads", "variance", "q", "BLEU", "delta", "mark"]].to_dict(
         "records"
     ) == [
@@ -220,12 +220,13 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
     assert "Table 1" in text
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| toy")]
     assert [[cell.strip() for cell in row] for row in rows] == [
-        ["toy en-de test", "Transformer", "transformer", "20.00", "", "", "", "n/a"],  # blank, not nan
-        ["toy en-de test", "+PASCAL", "pascal", "21.50", "‡", "1.50", "0.00", "n/a"],
+        ["toy en-de test", "Transformer", "transformer", "1", "20.00", "", "", "", "n/a"],  # blank, not nan
+        ["toy en-de test", "+PASCAL", "pascal", "1", "21.50", "‡", "1.50", "0.00", "n/a"],
     ]
     assert (tmp_path / "table1.csv").read_text(encoding="utf-8").splitlines()[0] == (
-        "task,system,variant,BLEU,mark,delta,p,RIBES"
+        "task,system,variant,n,BLEU,BLEU sd,mark,delta,p,RIBES,RIBES sd,BLEU seed ?,RIBES seed ?"
     )
+    assert "1 seed (?)" in text and "Significance test: sacreBLEU's two-sided paired bootstrap" in text
     provenance = json.loads((tmp_path / "table1.provenance.json").read_text(encoding="utf-8"))
     assert [source["path"] for source in provenance["sources"]] == [
         entries[0]["scores"],
@@ -317,7 +318,7 @@ def test_table1_plans_its_runs_streams_and_tests_only():
         "translate": 5,
         "postprocess": 5,
         "evaluate": 5,
-        "bugliarello2020_significance": 4,
+        "significance": 4,
         "bugliarello2020_table1": 1,
     }
     gold = [job for job in jobs if job["rule"] == "bugliarello2020_gold_parse"]
@@ -339,7 +340,7 @@ def test_table1_plans_its_runs_streams_and_tests_only():
 
 def test_table3_plans_the_pascal_run_and_the_baseline_only():
     rules = counts(plan("results/tables/bugliarello2020/table3.md"))
-    assert (rules["train"], rules["bugliarello2020_parents"], rules["bugliarello2020_significance"]) == (
+    assert (rules["train"], rules["bugliarello2020_parents"], rules["significance"]) == (
         2,
         3,
         1,
@@ -351,7 +352,7 @@ def test_figure2_plans_length_buckets_and_no_significance():
     rules = counts(plan("results/figures/bugliarello2020/length_bugliarello2020_en-de_test.png"))
     assert rules["bugliarello2020_length"] == 5 and rules["bugliarello2020_length_csv"] == 1
     assert rules["figure"] == 1 and rules["train"] == 5
-    assert "bugliarello2020_significance" not in rules
+    assert "significance" not in rules
 
 
 def test_the_default_dag_builds_every_registered_table_and_figure():
@@ -374,7 +375,7 @@ def test_the_demo_has_sh_and_multitask_with_their_inputs_runs_and_table1_rows():
     jobs = plan("--", "results/tables/bugliarello2020/table1.md")
     rules = counts(jobs)
     assert rules["train"] == 5 and rules["bugliarello2020_dep_labels"] == 3
-    assert rules["bugliarello2020_significance"] == 4
+    assert rules["significance"] == 4
     derived = "data/toyworld/en-de/derived/multitask"
     made = {job["rule"]: job["output"] for job in jobs if "multitask" in job["rule"]}
     assert made == {
@@ -414,7 +415,7 @@ def test_table1_names_the_multitask_baseline_from_its_derived_corpus(tmp_path):
         {**entry(tmp_path, "multitask", {}, 30.5, sig=(0.5, 0.2)), "derived": "multitask"},
         entry(tmp_path, "pascal", {"pascal": {}}, 31.0, sig=(1.0, 0.005)),
     ]
-    table = main_table(rows)
+    table, _ = main_table(rows)
     assert list(table["system"]) == ["Transformer", "+multi-task", "+PASCAL"]
     assert list(table["mark"]) == ["", "", "‡"]
 
@@ -475,7 +476,8 @@ def test_the_full_config_parses_with_stanza_from_the_configured_models():
     }
     assert all("--model-dir models/stanza" in job["shell"] for job in parses)
     tables = counts(jobs)
-    assert tables["train"] == 10 and "bugliarello2020_table1" not in tables  # 9 PASCAL runs + Transformer
+    # 9 PASCAL runs + Transformer, each with the config's three seeds (the table reads every replica)
+    assert tables["train"] == 3 * 10 and "bugliarello2020_table1" not in tables
 
 
 def test_the_multi30k_config_parses_with_the_parser_it_trains_on_ewt():
@@ -508,7 +510,8 @@ def test_the_multi30k_config_parses_with_the_parser_it_trains_on_ewt():
     assert by_rule["bugliarello2020_parser_table"]["output"].startswith(
         "results/tables/bugliarello2020/parser.md"
     )
-    assert counts(jobs)["train"] == 3 and counts(jobs)["bugliarello2020_significance"] == 4
+    # three variants with three seeds each; one test per variant and test set, over every seed
+    assert counts(jobs)["train"] == 3 * 3 and counts(jobs)["significance"] == 4
 
 
 def test_an_experiment_without_a_transformer_is_refused_at_start_up(tmp_path):

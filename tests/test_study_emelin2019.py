@@ -93,13 +93,15 @@ def test_a_mean_over_given_test_sets_leaves_the_others_out():
 
 def test_variants_table_differences_to_the_baseline():
     switches = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}, "warmup": 300}}
-    frame = tables.variants_table(tables.bleu_table(RECORDS[:4]), switches)
-    assert frame.to_dict("records") == [
+    frame, markdown = tables.variants_table(tables.bleu_replicas(RECORDS[:4]), switches)
+    columns = ["experiment", "pair", "variant", "shortcuts", "n", "tok. BLEU", "BLEU", "Δ BLEU"]
+    assert frame[columns].to_dict("records") == [
         {
             "experiment": "e",
             "pair": "en-de",
             "variant": "baseline",
             "shortcuts": "baseline",
+            "n": 1,
             "tok. BLEU": 26.5,
             "BLEU": 25.0,
             "Δ BLEU": 0.0,
@@ -109,17 +111,20 @@ def test_variants_table_differences_to_the_baseline():
             "pair": "en-de",
             "variant": "lexical",
             "shortcuts": "kind=lexical",
+            "n": 1,
             "tok. BLEU": 27.0,
             "BLEU": 25.75,
             "Δ BLEU": 0.75,
         },
     ]
+    assert list(markdown.columns) == columns
+    assert markdown["BLEU"].tolist() == ["25.00", "25.75"]  # one seed: no ± sd
     assert (
         tables.describe_variant({"shortcuts": {"cross_attention": True, "self_attention": "none"}})
         == "kind=lexical, self_attention=none, cross_attention=True"
     )
     with pytest.raises(InputError, match="no 'baseline' variant"):
-        tables.variants_table(tables.bleu_table(RECORDS[2:4]), switches)
+        tables.variants_table(tables.bleu_replicas(RECORDS[2:4]), switches)
 
 
 # --- Table 5 -------------------------------------------------------------------------------------------
@@ -467,7 +472,8 @@ def test_the_bootstrap_table_equals_sacrebleus_own_paired_test(tmp_path, monkeyp
             write_lines(tmp_path / f"{name}.{testset}.hyp", hyps[lines])
         write_lines(tmp_path / f"ref.{testset}", REFS[lines])
         result = tmp_path / f"lexical.{testset}.json"
-        args = ["significance", "--baseline", str(tmp_path / f"baseline.{testset}.hyp")]
+        # one output each: the replica test is sacreBLEU's paired bootstrap, sample for sample
+        args = ["significance-replicas", "--baseline", str(tmp_path / f"baseline.{testset}.hyp")]
         args += [
             "--system",
             str(tmp_path / f"lexical.{testset}.hyp"),
@@ -492,8 +498,10 @@ def test_the_bootstrap_table_equals_sacrebleus_own_paired_test(tmp_path, monkeyp
     assert main(["emelin2019-bootstrap", "--result", *specs, "--title", "B", "--out", str(out)]) == 0
     table = pd.read_csv(out.with_suffix(".csv"))
     assert list(table.columns) == [
-        "variant", "testset", "BLEU", "Δ BLEU", "p (BLEU)", "chrF", "Δ chrF", "p (chrF)",
+        "variant", "testset", "n", "BLEU", "BLEU sd", "Δ BLEU", "p (BLEU)", "chrF", "chrF sd", "Δ chrF",
+        "p (chrF)",
     ]  # fmt: skip
+    assert table["n"].tolist() == [1, 1, 1, 1] and table["BLEU sd"].isna().all()
     assert table[["variant", "testset"]].values.tolist() == [
         ["baseline", "t16"], ["baseline", "t18"], ["lexical", "t16"], ["lexical", "t18"],
     ]  # fmt: skip
@@ -547,10 +555,15 @@ def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
     out = tmp_path / "table2.md"
     args = ["emelin2019-bleu", "--scores", *map(str, paths), "--exclude-pairs", "en-de", "--title", "T2"]
     assert main([*args, "--out", str(out)]) == 0
-    assert pd.read_csv(out.with_suffix(".csv")).values.tolist() == [
-        ["e", "en-ru", "baseline", "nt17", 11.0, 10.0],
-        ["e", "en-ru", "baseline", "mean", 11.0, 10.0],
+    written = pd.read_csv(out.with_suffix(".csv"))
+    shown = ["experiment", "pair", "variant", "testset", "n", "tok. BLEU", "BLEU"]
+    assert written[shown].values.tolist() == [
+        ["e", "en-ru", "baseline", "nt17", 1, 11.0, 10.0],
+        ["e", "en-ru", "baseline", "mean", 1, 11.0, 10.0],
     ]
+    assert written[["tok. BLEU sd", "BLEU sd"]].isna().all().all()  # one seed: no sd
+    assert written["BLEU seed ?"].tolist() == [10.0, 10.0]  # a plain folder without --seeds
+    assert "1 seed (?)" in out.read_text(encoding="utf-8")
     provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
     assert [source["path"] for source in provenance["sources"]] == [path.as_posix() for path in paths]
     assert out.read_text(encoding="utf-8").startswith("# T2\n")
@@ -654,7 +667,7 @@ DECODING = {"translate", "postprocess", "evaluate"}
         # the paired bootstrap: each shortcut run's translation against the baseline's, no analysis
         (
             "bootstrap",
-            {"train": 5, "translate": 5, "emelin2019_significance": 4},
+            {"train": 5, "translate": 5, "significance": 4},
             ANALYSIS | CONTRAWSD | {"evaluate"},
         ),
         # gates: the two shortcut runs only
@@ -756,11 +769,14 @@ def test_table_3_scores_table_1s_test_sets_and_averages_exactly_those(full_scale
     (table3,) = [
         job for job in full_scale_jobs if job["rule"] == "emelin2019_bleu" and "table3_small" in job["output"]
     ]
-    assert sorted(table3["input"].split(", ")) == sorted(
-        f"results/emelin2019_ende_small/en-de/{variant}/{testset}.scores.json"
+    assert sorted(table3["input"].split(", ")) == sorted(  # every replica: seeds 1, 2, 3
+        f"results/emelin2019_ende_small/en-de/{replica}/{testset}.scores.json"
         for variant in MAIN_VARIANTS
+        for replica in (variant, f"{variant}-seed2", f"{variant}-seed3")
         for testset in table1_testsets
     )
+    seeds = [seed for _ in MAIN_VARIANTS for seed in (1, 2, 3) for _ in table1_testsets]
+    assert f"--seeds {' '.join(map(str, seeds))} " in table3["shell"]
     assert f"--mean-testsets {' '.join(table1_testsets)} " in table3["shell"]
     (table1,) = [
         job for job in full_scale_jobs if job["rule"] == "emelin2019_bleu" and "table1_bleu" in job["output"]
@@ -776,7 +792,8 @@ def test_the_table_3_command_notes_its_mean(tmp_path):
     out = tmp_path / "table3.md"
     args = ["emelin2019-bleu", "--scores", *map(str, paths), "--mean-testsets", "nt14", "nt15"]
     assert main([*args, "--title", "T3", "--out", str(out)]) == 0
-    mean = pd.read_csv(out.with_suffix(".csv")).values.tolist()[-1]
+    table = pd.read_csv(out.with_suffix(".csv"))
+    mean = table[["experiment", "pair", "variant", "testset", "tok. BLEU", "BLEU"]].values.tolist()[-1]
     assert mean == ["e", "en-de", "baseline", "mean", 26.5, 25.0]
     assert "the unweighted mean over nt14, nt15 (Table 1's test sets" in out.read_text(encoding="utf-8")
 
@@ -894,9 +911,9 @@ def test_the_multi30k_config_plans_the_real_data_comparison():
          ("m30k_emelin2019", "table5_params_speed", "bootstrap", "probes_frequency", "gates")]
         + [f"results/figures/emelin2019/{figure}.png" for figure in FIGURES]
     )  # fmt: skip
-    tests = {(job["wildcards"]) for job in jobs if job["rule"] == "emelin2019_significance"}
+    tests = {(job["wildcards"]) for job in jobs if job["rule"] == "significance"}
     assert len(tests) == 4 and all("testset=test_201" in wildcards for wildcards in tests)
-    significance = [job["shell"] for job in jobs if job["rule"] == "emelin2019_significance"]
+    significance = [job["shell"] for job in jobs if job["rule"] == "significance"]
     assert all("--metrics bleu,chrf" in shell and "--seed 1234" in shell for shell in significance)
     probes = [job["shell"] for job in jobs if job["rule"] == "emelin2019_layer_probes"]
     assert len(probes) == 3 and all(
@@ -907,10 +924,12 @@ def test_the_multi30k_config_plans_the_real_data_comparison():
     )
     (frequency,) = [job["shell"] for job in jobs if job["rule"] == "emelin2019_probes"]
     assert "No POS breakdown" in frequency
+    assert "Analyses: seed 1 only" in frequency  # the probes read the first of seeds 1, 2, 3
     assert {job["rule"] for job in jobs} & {
         "emelin2019_pos",
         "emelin2019_variants",
         "emelin2019_bleu",
     } == set()
-    # one content-addressed run per variant, the baseline's the same as multi30k.yaml's shared settings
-    assert sum(job["rule"] == "train" for job in jobs) == 3
+    # one content-addressed run per variant and seed (the bootstrap reads all three seeds), the
+    # baseline's the same as multi30k.yaml's shared settings
+    assert sum(job["rule"] == "train" for job in jobs) == 3 * 3

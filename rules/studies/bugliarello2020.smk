@@ -2,7 +2,9 @@
 # runs (experiments with `study: bugliarello2020`, their `inputs:` naming the streams) -> Table 1
 # (BLEU, ‡ against the Transformer, RIBES for Japanese), Figure 2 (BLEU by source length) and Table 3
 # (PASCAL layer and variance ablations). Library: nmtvariants.studies.bugliarello2020 (tables, gold
-# trees) and bugliarello2020_plan (what the rules build from the config).
+# trees) and bugliarello2020_plan (what the rules build from the config). Seeds: Tables 1 and 3 give
+# the mean ± sd over every seed of an experiment's `seeds` and ‡ from the test over all of them;
+# Figure 2 (BLEU by source length) reads the first seed's outputs.
 #
 # Parses are of the truecased Moses tokens the BPE was applied to (data/<corpus>/<pair>/tc/, the cleaned
 # lines for the training split): gold trees moved onto them for toyworld, Stanza on them elsewhere
@@ -44,6 +46,10 @@ B20_MULTITASK = "data/{corpus}/{src}-{tgt}/derived/multitask"
 B20_TRAIN_SPLITS = {corpus["train"] for corpus in CORPORA.values()}
 B20_VALID_SPLITS = {corpus["valid"] for corpus in CORPORA.values()}
 
+# Significance against the Transformer, over every seed of both: the core rule `significance`
+# (rules/evaluate.smk) writes results/<experiment>/<pair>/<variant>/<testset>.significance.json.
+for _name in B20_EXPERIMENTS:
+    register_significance(_name, b20.baseline_variant(config, _name), ["bleu"])
 if B20_MAIN:
     register_table(B20, b20.TABLE1)
 if B20_TABLE3_MANIFEST:
@@ -324,36 +330,7 @@ rule bugliarello2020_multitask_vocab:
         "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
 
 
-# --- evaluation: significance against the Transformer, BLEU by source length -------------------
-
-
-rule bugliarello2020_significance:
-    input:
-        baseline=lambda wc: b20.baseline_hypothesis(
-            config, wc.experiment, wc.pair, wc.testset
-        ),
-        system="results/{experiment}/{pair}/{variant}/{testset}.hyp",
-        ref=lambda wc: b20.reference(config, wc.experiment, wc.pair, wc.testset),
-    output:
-        "results/{experiment}/{pair}/{variant}/{testset}.significance.json",
-    log:
-        "logs/bugliarello2020/significance/{experiment}/{pair}/{variant}/{testset}.log",
-    wildcard_constraints:
-        experiment=b20.regex(B20_EXPERIMENTS),
-        testset="[A-Za-z0-9_-]+",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=60,
-    params:
-        lang=lambda wc: wc.pair.split("-")[1],
-        seed=config["seed"],
-    shell:
-        "nmtvariants significance --baseline {input.baseline:q} --system {input.system:q} --ref {input.ref:q}"
-        " -l {params.lang:q} --metrics bleu --samples 1000 --seed {params.seed:q} --json {output:q}"
-        " > {log:q} 2>&1"
+# --- evaluation: BLEU by source length (the first seed's outputs) ------------------------------
 
 
 rule bugliarello2020_length:

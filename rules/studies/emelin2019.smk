@@ -11,7 +11,8 @@
 #             (Tables 1-4 take the experiments evaluated with both bleu and tok-bleu)
 #   Table 5   results/tables/emelin2019/table5_params_speed.md  parameters, training speed vs the baseline
 #   bootstrap results/tables/emelin2019/bootstrap.md       sacreBLEU and chrF per test set, Δ and paired
-#             bootstrap p-value of every variant against the baseline (the real-data comparison)
+#             bootstrap p-value of every variant against the baseline (the real-data comparison), over
+#             sentences and every seed of both (the core rule `significance`, rules/evaluate.smk)
 #   probes    results/tables/emelin2019/probes_frequency.md (and probes_pos.md where POS exists: source POS
 #             for the encoder layers, target POS for the decoder layers; toyworld only). As the authors,
 #             each probe trains on states of the NMT training corpus (its first sentences: the key
@@ -25,6 +26,9 @@
 # experiment that is neither `big` nor `small` (the paper probes its transformer-BASE models), else of the
 # first EN-DE one (experiments/multi30k_emelin2019.yaml), from each run's checkpoint average; ContraWSD runs on the first experiment and pair that has a ContraWSD set: toyworld's generated
 # en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
+# Seeds: Tables 1-4 and the bootstrap read every seed of an experiment's `seeds` (mean ± sd, n); the
+# analyses (probes, similarity, gates, ContraWSD, Table 5) read the first seed's run only, and their
+# tables say so (emelin_first_seed_note).
 
 
 include: "emelin2019/functions.smk"
@@ -41,6 +45,8 @@ if EMELIN_EXPERIMENTS:
         register_table(EMELIN, f"{EMELIN_TABLES}/table4_variants.md")
     if EMELIN_BOOTSTRAP:
         register_table(EMELIN, f"{EMELIN_TABLES}/bootstrap.md")
+        # rule `significance` (rules/evaluate.smk): every variant against the baseline, all seeds
+        register_significance(EMELIN_ANALYSED, "baseline", EMELIN_BOOTSTRAP_METRICS)
     if EMELIN_ANALYSED:
         register_table(EMELIN, f"{EMELIN_TABLES}/probes_frequency.md")
         if EMELIN_POS:
@@ -359,37 +365,6 @@ rule emelin2019_contrawsd:
         " --out-json {output.json:q} --out-csv {output.csv:q} > {log:q} 2>&1"
 
 
-# --- the real-data comparison: paired bootstrap against the baseline ----------------------------------
-
-
-rule emelin2019_significance:
-    input:
-        baseline="results/{experiment}/{pair}/baseline/{testset}.hyp",
-        system="results/{experiment}/{pair}/{variant}/{testset}.hyp",
-        ref=lambda wc: f"data/{EMELIN_EXPERIMENTS[wc.experiment]['corpus']}/raw/{wc.testset}.{wc.pair.split('-')[1]}",
-    output:
-        "results/{experiment}/{pair}/{variant}/analysis/{testset}.bootstrap.json",
-    log:
-        "logs/emelin2019/significance/{experiment}/{pair}/{variant}/{testset}.log",
-    wildcard_constraints:
-        experiment="|".join(map(re.escape, EMELIN_EXPERIMENTS)) or "(?!)",
-    conda:
-        "../../envs/evaluate.yaml"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=60,
-    params:
-        lang=lambda wc: wc.pair.split("-")[1],
-        metrics=",".join(EMELIN_BOOTSTRAP_METRICS),
-        samples=EMELIN_BOOTSTRAP_SAMPLES,
-        seed=config["seed"],
-    shell:
-        "nmtvariants significance --baseline {input.baseline:q} --system {input.system:q} --ref {input.ref:q}"
-        " -l {params.lang:q} --metrics {params.metrics:q} --samples {params.samples:q}"
-        " --seed {params.seed:q} --json {output:q} > {log:q} 2>&1"
-
-
 # --- tables and figures --------------------------------------------------------------------------------
 
 
@@ -416,8 +391,10 @@ rule emelin2019_bleu:
             dict.fromkeys(v for _, _, v in emelin_bleu_systems(wc))
         ),
         mean=lambda wc: emelin_mean_args(wc.table),
+        seeds=lambda wc: emelin_seed_args(emelin_bleu_systems(wc)),
     shell:
-        "nmtvariants emelin2019-bleu --scores {input:q} --variants {params.variants:q} {params.mean:q}"
+        "nmtvariants emelin2019-bleu --scores {input:q} {params.seeds:q} --variants {params.variants:q}"
+        " {params.mean:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 
@@ -441,8 +418,9 @@ rule emelin2019_variants:
             EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"], sort_keys=True
         ),
         title="Table 4: shortcut variants (EN-DE)",
+        seeds=lambda wc: emelin_seed_args(emelin_variant_systems()),
     shell:
-        "nmtvariants emelin2019-variants --scores {input:q} --switches {params.switches:q}"
+        "nmtvariants emelin2019-variants --scores {input:q} {params.seeds:q} --switches {params.switches:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 
@@ -495,8 +473,9 @@ rule emelin2019_params_speed:
             for label, (_, model) in emelin_speed_runs().items()
         ],
         title="Table 5: parameters and training speed relative to the baseline",
+        note=lambda wc: emelin_first_seed_note(EMELIN_ANALYSED),
     shell:
-        "nmtvariants emelin2019-params --count {params.counts:q} --log {params.logs:q}"
+        "nmtvariants emelin2019-params --count {params.counts:q} --log {params.logs:q} {params.note:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 
@@ -533,6 +512,7 @@ rule emelin2019_probes:
                     if wc.breakdown == "frequency" and not EMELIN_POS
                     else []
                 )
+                + emelin_first_seed_sentences(EMELIN_ANALYSED)
             ),
         ],
     shell:
@@ -557,8 +537,10 @@ rule emelin2019_gates:
         runtime=10,
     params:
         title="Shortcut gate activations per layer",
+        note=lambda wc: emelin_first_seed_note(EMELIN_ANALYSED),
     shell:
-        "nmtvariants emelin2019-gates --csv {input:q} --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        "nmtvariants emelin2019-gates --csv {input:q} {params.note:q} --title {params.title:q}"
+        " --out {output.md:q} > {log:q} 2>&1"
 
 
 rule emelin2019_contrawsd_table:
@@ -579,9 +561,10 @@ rule emelin2019_contrawsd_table:
     params:
         results=lambda wc: emelin_labelled(emelin_contrawsd_results()),
         title="ContraWSD: accuracy overall, per sense and per frequency class",
+        note=lambda wc: emelin_first_seed_note(EMELIN_CONTRAWSD[0]),
     shell:
-        "nmtvariants emelin2019-contrawsd --result {params.results:q} --title {params.title:q}"
-        " --out {output.md:q} > {log:q} 2>&1"
+        "nmtvariants emelin2019-contrawsd --result {params.results:q} {params.note:q}"
+        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule emelin2019_curves:

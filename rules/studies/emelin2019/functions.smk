@@ -103,12 +103,52 @@ def emelin_mean_args(table):
     return ["--mean-testsets", *testsets]
 
 
-def emelin_scores(systems):
+def emelin_replicas(experiment, pair, variant):
+    """The replicas of one system, one per seed of the experiment (the first is the variant itself)."""
     return [
-        f"results/{name}/{pair}/{variant}/{testset}.scores.json"
+        replica
+        for replica in experiment_replicas(config, experiment)
+        if replica.pair == pair and replica.variant == variant
+    ]
+
+
+def emelin_score_files(systems):
+    """(score file, its training seed) of every replica and test set of ``systems``."""
+    return [
+        (f"results/{name}/{pair}/{replica.name}/{testset}.scores.json", replica.seed)
         for name, pair, variant in systems
+        for replica in emelin_replicas(name, pair, variant)
         for testset in EMELIN_EXPERIMENTS[name]["evaluate"]["testsets"]
     ]
+
+
+def emelin_scores(systems):
+    return [path for path, _ in emelin_score_files(systems)]
+
+
+def emelin_seed_args(systems):
+    """``--seeds``: the training seed of each file of emelin_scores, so that the tables average a
+    system's replicas (mean ± sd over seeds) instead of listing them as variants."""
+    return ["--seeds", *(str(seed) for _, seed in emelin_score_files(systems))]
+
+
+def emelin_first_seed_sentences(experiment):
+    """The analysis tables (probes, gates, ContraWSD, Table 5) read the first seed's run only; a table
+    of an experiment with several seeds says so in this sentence (none with one seed).
+    """
+    seeds = experiment_seeds(config, experiment)
+    if len(seeds) == 1:
+        return []
+    return [
+        f"Analyses: seed {seeds[0]} only (the first of the experiment's seeds"
+        f" {', '.join(map(str, seeds))}); the BLEU tables and the bootstrap average over every seed."
+    ]
+
+
+def emelin_first_seed_note(experiment):
+    """``--note`` of an analysis table: emelin_first_seed_sentences, if any."""
+    sentences = emelin_first_seed_sentences(experiment)
+    return ["--note", " ".join(sentences)] if sentences else []
 
 
 def emelin_contrawsd_set(corpus, pair):
@@ -233,7 +273,6 @@ EMELIN_VARIANTS_TABLE = EMELIN_ANALYSED is not None and emelin_scored(
     EMELIN_ANALYSED, *EMELIN_BLEU_METRICS
 )
 EMELIN_BOOTSTRAP_METRICS = ("bleu", "chrf")
-EMELIN_BOOTSTRAP_SAMPLES = 1000
 EMELIN_BOOTSTRAP = (
     EMELIN_ANALYSED is not None
     and emelin_scored(EMELIN_ANALYSED, *EMELIN_BOOTSTRAP_METRICS)
@@ -245,7 +284,7 @@ EMELIN_BOOTSTRAP = (
 def emelin_bootstrap_results():
     """VARIANT/TESTSET -> significance JSON of every non-baseline variant of the analysed experiment."""
     return {
-        f"{variant}/{testset}": f"results/{EMELIN_ANALYSED}/en-de/{variant}/analysis/{testset}.bootstrap.json"
+        f"{variant}/{testset}": f"results/{EMELIN_ANALYSED}/en-de/{variant}/{testset}.significance.json"
         for _, _, variant in emelin_variant_systems()
         if variant != "baseline"
         for testset in EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["evaluate"]["testsets"]

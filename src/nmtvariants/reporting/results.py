@@ -94,7 +94,7 @@ def scores_table(
     for index, path in enumerate(score_files):
         record = read_scores_json(path)
         experiment, pair, replica = [*record["system"].split("/"), "", "", ""][:3]
-        variant, seed = _replica_seed(replica, None if seeds is None else seeds[index])
+        variant, seed = replica_seed(replica, None if seeds is None else seeds[index])
         row = {
             "experiment": experiment,
             "pair": pair,
@@ -109,8 +109,9 @@ def scores_table(
     return pd.DataFrame(rows), collect_signatures(per_file)
 
 
-def _replica_seed(replica: str, seed: object | None) -> tuple[str, object]:
-    """(variant, seed) of a result folder name, given its seed or not."""
+def replica_seed(replica: str, seed: object | None) -> tuple[str, object]:
+    """(variant, seed) of a result folder name, given its seed or not (the study tables that read score
+    records themselves use it too, so that every table reads a replica folder the same way)."""
     match = REPLICA_SUFFIX.match(replica)
     if seed is not None:
         seed = int(seed) if str(seed).lstrip("-").isdigit() else seed
@@ -197,7 +198,7 @@ def replica_significance(
     for index, path in enumerate(score_files):
         record = read_scores_json(path)
         experiment, pair, replica = [*record["system"].split("/"), "", "", ""][:3]
-        variant, _ = _replica_seed(replica, None if seeds is None else seeds[index])
+        variant, _ = replica_seed(replica, None if seeds is None else seeds[index])
         groups.setdefault((experiment, pair, variant, record["testset"]), []).append(record)
     p_values: dict[tuple[str, str, str, str], dict[str, float]] = {}
     for key, records in groups.items():

@@ -27,9 +27,14 @@ Figure 2 (BLEU by source-length bucket, one bar group per system) and :func:`abl
 ``significance``, ``bleu-by-length``) through a *manifest*: one entry per (task, system) with the file
 paths and the variant's switches, which the study's rules build from the config.
 
+With several training seeds (``seeds: [...]``) a row is the mean ± sample sd of its replicas' BLEU,
+with ``n``, and the CSV keeps each seed's score; ‡ and delta come from the bootstrap over sentences and
+replicas (:func:`nmtvariants.evaluation.significance.replica_bootstrap`), which with one seed each is
+sacreBLEU's paired bootstrap.
+
 Where our evaluation differs from the authors' (seed brief §2.8; :data:`DEVIATIONS` has the text the
 tables carry): their bootstrap is one-sided with a
-shifted null (seed 1234), ours is sacreBLEU's two-sided paired bootstrap (1,000 samples, the seed in the
+shifted null (seed 1234), ours two-sided over sentences and seeds (1,000 samples, the seed in the
 JSON); both mark p < 0.01 (‡). Their Japanese BLEU and RIBES re-tokenise with KyTea, ours with MeCab
 (sacreBLEU's ``ja-mecab``; RIBES through the same tokenizer), so EN-JA numbers are not comparable with
 the paper's to the decimal; KyTea is not packaged for our environment, so their variant is not offered.
@@ -38,6 +43,7 @@ the paper's to the decimal; KyTea is not packaged for our environment, so their 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +53,8 @@ import pandas as pd
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.reporting.deviations import Deviation
+from nmtvariants.reporting.replicas import aggregate_replicas, sd_column
+from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.syntax.conllu import Sentence, Word, parse_conllu, validate_tree, write_conllu
 from nmtvariants.syntax.parents import unescape_moses
 from nmtvariants.text.clean import read_kept
@@ -95,8 +103,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "two_sided_bootstrap",
         ("main", "ablation"),
-        "‡ comes from sacreBLEU's two-sided paired bootstrap (1,000 samples); the authors used a "
-        "one-sided bootstrap with a shifted null (seed 1234).",
+        "‡ comes from a two-sided paired bootstrap over sentences and training seeds (1,000 samples; "
+        "sacreBLEU's paired bootstrap when each system has one seed); the authors used a one-sided "
+        "bootstrap with a shifted null (seed 1234) on one training run per system.",
     ),
     Deviation(
         "japanese_tokenisation",
@@ -258,15 +267,8 @@ def _significance(path: PathLike | None) -> tuple[float | None, float | None]:
     document = _read_json(path)
     bleu = (document.get("metrics") or {}).get("bleu")
     if not isinstance(bleu, dict) or "p_value" not in bleu:
-        raise InputError(f"{path}: no BLEU p-value; run `nmtvariants significance --metrics bleu`")
+        raise InputError(f"{path}: no BLEU p-value; run `nmtvariants significance-replicas --metrics bleu`")
     return float(bleu["delta"]), float(bleu["p_value"])
-
-
-def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
-    """Rows as a table whose empty cells (the Transformer's own delta and p) stay None, not NaN, so
-    that the markdown shows them blank."""
-    frame = pd.DataFrame(rows, columns=columns, dtype=object)
-    return frame.astype({column: float for column in ("BLEU",) if column in columns})
 
 
 def mark(p_value: float | None) -> str:
@@ -277,38 +279,101 @@ def task_name(entry: Mapping[str, Any]) -> str:
     return f"{entry['experiment']} {entry['pair']} {entry['testset']}"
 
 
-def main_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def replica_scores(entry: Mapping[str, Any]) -> list[tuple[object, str]]:
+    """(seed, score file) of every replica of an entry: ``scores`` is one file or one per seed, with
+    ``seeds`` giving their seeds (``?`` where the manifest does not say)."""
+    paths = entry["scores"] if isinstance(entry["scores"], list) else [entry["scores"]]
+    seeds = entry.get("seeds") or [UNRECORDED_SEED] * len(paths)
+    if len(seeds) != len(paths) or not paths:
+        raise InputError(
+            f"{entry.get('variant')}: {len(paths)} score files for {len(seeds)} seeds; the manifest gives "
+            "one score file per seed"
+        )
+    return list(zip(seeds, paths, strict=True))
+
+
+def significance_method(entries: Iterable[Mapping[str, Any]]) -> str:
+    """How the table's p-values were computed: the ``method`` its significance JSONs record (the test
+    over sentences and replicas), else sacreBLEU's paired bootstrap of one output each."""
+    for entry in entries:
+        if entry.get("significance"):
+            document = _read_json(entry["significance"])
+            return str(
+                document.get("method")
+                or "sacreBLEU's two-sided paired bootstrap over sentences "
+                f"({document.get('n_samples')} samples, seed {document.get('seed')}), one output per system"
+            )
+    return "no test (no variant besides the Transformer)"
+
+
+def _replicated(
+    entries: Sequence[Mapping[str, Any]], keys: list[str], columns: Mapping[str, Any], japanese: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per entry (in the given order) with ``keys`` and ``n`` first, BLEU (and RIBES for a
+    Japanese target) as mean and sample sd over the entry's seeds, then the per-entry ``columns``
+    (column -> one value per entry, in both frames) and each seed's score at the end of the CSV.
+    Returns the CSV frame and the markdown frame (``mean ± sd``, RIBES ``n/a`` off Japanese)."""
+    long = []
+    for index, entry in enumerate(entries):
+        for seed, path in replica_scores(entry):
+            scores = _read_json(path)
+            row = {"row": index, "seed": seed, "BLEU": _bleu({"scores": path}, scores)}
+            if japanese:
+                ribes = _score(scores, "ribes", path) if is_japanese(entry) else None
+                if is_japanese(entry) and ribes is None:
+                    raise InputError(f"{path}: no RIBES for a Japanese target; add ribes to the metrics")
+                row["RIBES"] = math.nan if ribes is None else ribes
+            long.append(row)
+    metrics = ["BLEU", "RIBES"] if japanese else ["BLEU"]
+    csv, markdown, _ = aggregate_replicas(pd.DataFrame(long), ["row"], metrics)
+    for frame in (csv, markdown):
+        del frame["row"]
+        for position, key in enumerate(keys):
+            frame.insert(position, key, [entry[key] for entry in entries])
+    after = sd_column("BLEU")
+    for column, values in columns.items():  # object columns: a blank cell stays None, not NaN
+        csv.insert(csv.columns.get_loc(after) + 1, column, pd.Series(values, dtype=object))
+        where = markdown.columns.get_loc(after if after in markdown else "BLEU") + 1
+        markdown.insert(where, column, pd.Series(values, dtype=object))
+        after = column
+    if japanese:
+        markdown["RIBES"] = [cell if cell else "n/a" for cell in markdown["RIBES"]]
+    return csv, markdown
+
+
+def is_japanese(entry: Mapping[str, Any]) -> bool:
+    return str(entry["pair"]).split("-")[-1] == "ja"
+
+
+def main_table(entries: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 1: one row per (task, system); tasks in manifest order, systems in the paper's order.
 
     Each entry: ``experiment``, ``pair``, ``testset``, ``variant``, ``switches``, ``scores`` (the
-    evaluate JSON) and ``significance`` (the JSON against the task's Transformer; null for the
-    Transformer itself). RIBES is given where the target is Japanese (from the scores JSON, which then
-    must hold it) and ``n/a`` elsewhere, as in the paper."""
-    rows = []
-    for entry in entries:
-        scores = _read_json(entry["scores"])
-        bleu = _bleu(entry, scores)
-        delta, p_value = _significance(entry.get("significance"))
-        japanese = entry["pair"].split("-")[1] == "ja"
-        ribes = _score(scores, "ribes", entry["scores"]) if japanese else None
-        if japanese and ribes is None:
-            raise InputError(f"{entry['scores']}: no RIBES for a Japanese target; add ribes to the metrics")
-        rows.append(
-            {
-                "task": task_name(entry),
-                "system": dict(ROLES)[role(entry.get("switches"), entry.get("derived"))],
-                "variant": entry["variant"],
-                "BLEU": round(bleu, 2),
-                "mark": mark(p_value),
-                "delta": None if delta is None else round(delta, 2),
-                "p": None if p_value is None else round(p_value, 4),
-                "RIBES": "n/a" if ribes is None else f"{ribes:.2f}",
-            }
-        )
+    evaluate JSON, or one per seed with their ``seeds``) and ``significance`` (the JSON against the
+    task's Transformer, over all replicas of both; null for the Transformer itself). BLEU is the mean
+    over seeds with its sample sd and ``n``; delta is the difference of the means and ‡ marks p < 0.01
+    of the test. RIBES is given where the target is Japanese (from the scores JSONs, which then must
+    hold it) and ``n/a`` elsewhere, as in the paper. Returns the CSV frame (each seed's scores at the
+    end) and the markdown frame (``mean ± sd``)."""
+    rows = [
+        {
+            **entry,
+            "task": task_name(entry),
+            "system": dict(ROLES)[role(entry.get("switches"), entry.get("derived"))],
+        }
+        for entry in entries
+    ]
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     systems = [label for _, label in ROLES]
     rows.sort(key=lambda row: (tasks.index(row["task"]), systems.index(row["system"])))  # stable
-    return _frame(rows, ["task", "system", "variant", "BLEU", "mark", "delta", "p", "RIBES"])
+    tests = [_significance(row.get("significance")) for row in rows]
+    columns = {
+        "mark": [mark(p) for _, p in tests],
+        "delta": [None if delta is None else round(delta, 2) for delta, _ in tests],
+        "p": [None if p is None else round(p, 4) for _, p in tests],
+    }
+    csv, markdown = _replicated(rows, ["task", "system", "variant"], columns, japanese=True)
+    return csv, markdown
 
 
 def length_rows(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -340,36 +405,35 @@ def length_rows(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["bucket", "variant", "bleu", "n_sentences"])
 
 
-def ablation_table(entries: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def ablation_table(entries: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 3: one row per PASCAL variant (entries as for :func:`main_table`, PASCAL variants only):
-    its layer (3a), variance or ``parent-only`` (3b), heads and q, BLEU, and the difference from the
-    task's Transformer with its mark. Unset options show the plug-in's defaults (layer 1, all heads,
-    variance 1, q 0)."""
+    its layer (3a), variance or ``parent-only`` (3b), heads and q, BLEU (mean ± sd over seeds, ``n``),
+    and the difference from the task's Transformer with its mark. Unset options show the plug-in's
+    defaults (layer 1, all heads, variance 1, q 0). Returns the CSV and the markdown frame."""
     rows = []
     for entry in entries:
         options = dict((entry.get("switches") or {}).get("pascal") or {})
         if role(entry.get("switches"), entry.get("derived")) != "pascal":
             raise InputError(f"{entry['variant']}: Table 3 lists PASCAL variants only")
-        delta, p_value = _significance(entry.get("significance"))
         rows.append(
             {
+                **entry,
                 "task": task_name(entry),
-                "variant": entry["variant"],
                 "layer": int(options.get("layer", 1)),
                 "heads": "all" if options.get("heads") is None else str(options["heads"]),
                 "variance": "parent-only"
                 if options.get("parent_only")
                 else f"{float(options.get('variance', 1.0)):g}",
                 "q": float(options.get("q", 0.0)),
-                "BLEU": round(_bleu(entry), 2),
-                "delta": None if delta is None else round(delta, 2),
-                "mark": mark(p_value),
             }
         )
-    frame = pd.DataFrame(
-        rows, columns=["task", "variant", "layer", "heads", "variance", "q", "BLEU", "delta", "mark"]
-    )
-    return frame.sort_values(["task", "layer", "variance"], kind="stable").reset_index(drop=True)
+    rows.sort(key=lambda row: (row["task"], row["layer"], row["variance"]))  # stable, as the paper
+    tests = [_significance(row.get("significance")) for row in rows]
+    columns = {
+        "delta": [None if delta is None else round(delta, 2) for delta, _ in tests],
+        "mark": [mark(p) for _, p in tests],
+    }
+    return _replicated(rows, ["task", "variant", "layer", "heads", "variance", "q"], columns)
 
 
 def parser_table(paths: Sequence[PathLike]) -> pd.DataFrame:

@@ -7,8 +7,9 @@
     nmtvariants bugliarello2020-parser-table --scores en.scores.json [...] --out parser.md
 
 The manifest is a JSON list with one object per (task, system): ``experiment``, ``pair``, ``testset``,
-``variant``, ``switches`` (the variant's config), and the files ``scores``, ``significance`` (null for
-the Transformer) and ``length``. See :mod:`nmtvariants.studies.bugliarello2020`.
+``variant``, ``switches`` (the variant's config), and the files ``scores`` (one per seed, with their
+``seeds``), ``significance`` (over all seeds; null for the Transformer) and ``length`` (first seed).
+See :mod:`nmtvariants.studies.bugliarello2020`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
 from nmtvariants.reporting.deviations import applicable
+from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.tables import write_table
 from nmtvariants.studies.bugliarello2020 import (
     DEVIATIONS,
@@ -27,9 +29,12 @@ from nmtvariants.studies.bugliarello2020 import (
     length_rows,
     main_table,
     parser_table,
+    replica_scores,
+    significance_method,
     table_conditions,
     write_gold_parse,
 )
+from nmtvariants.studies.bugliarello2020_plan import files
 
 TITLES = {
     "main": "Bugliarello & Okazaki (2020), Table 1: BLEU of the syntax-aware models",
@@ -37,12 +42,14 @@ TITLES = {
 }
 NOTES = {
     "main": (
-        "‡: p < 0.01 against the task's Transformer (paired bootstrap). delta: BLEU difference from the "
-        "Transformer; p: the test's p-value (4 decimals in the CSV). RIBES is reported for Japanese "
-        "targets only (the paper's EN-JA column); n/a elsewhere."
+        "‡: p < 0.01 against the task's Transformer (paired bootstrap over sentences and every seed of "
+        "both). delta: difference of the mean BLEU from the Transformer's; p: the test's p-value (4 "
+        "decimals in the CSV). RIBES is reported for Japanese targets only (the paper's EN-JA column); "
+        "n/a elsewhere."
     ),
     "ablation": (
-        "PASCAL variants only; delta and ‡ (p < 0.01) against the task's Transformer. The paper reports "
+        "PASCAL variants only; delta (of the means over seeds) and ‡ (p < 0.01, paired bootstrap over "
+        "sentences and every seed of both) against the task's Transformer. The paper reports "
         "this ablation on the NC11 validation sets; a demo run has the rows its config trains."
     ),
 }
@@ -58,10 +65,6 @@ def _manifest(text: str) -> list[dict[str, Any]]:
     return entries
 
 
-def _files(entries: list[dict[str, Any]], *keys: str) -> list[str]:
-    return [entry[key] for entry in entries for key in keys if entry.get(key)]
-
-
 def run_gold_parse(args: argparse.Namespace) -> int:
     count = write_gold_parse(args.conllu, args.tokens, args.output, args.kept)
     print(f"{count} gold trees on {args.tokens}")
@@ -70,14 +73,19 @@ def run_gold_parse(args: argparse.Namespace) -> int:
 
 def run_table(args: argparse.Namespace) -> int:
     entries = _manifest(args.manifest)
-    frame = main_table(entries) if args.table == "main" else ablation_table(entries)
+    csv, markdown = main_table(entries) if args.table == "main" else ablation_table(entries)
+    seeds = list(dict.fromkeys(seed for entry in entries for seed, _ in replica_scores(entry)))
+    notes = (
+        f"{NOTES[args.table]}\n\n{seeds_note(seeds)}\n\nSignificance test: {significance_method(entries)}."
+    )
     write_table(
-        frame,
+        csv,
         args.out,
         TITLES[args.table],
-        NOTES[args.table],
-        sources=_files(entries, "scores", "significance"),
+        notes,
+        sources=files(entries, "scores", "significance"),
         deviations=applicable(DEVIATIONS, args.table, table_conditions(entries)),
+        markdown=markdown,
     )
     return 0
 

@@ -5,8 +5,9 @@ those not listed in ``studies.bugliarello2020.ablations``, Table 3 over the PASC
 ones (or, with none listed, of the Table 1 experiments). Each experiment's Transformer is its first
 variant without switches that trains on the corpus itself (the multi-task baseline, also without
 switches, trains on a derived corpus: ``inputs: {<variant>: {derived: multitask}}``); the significance
-tests compare every other variant with it. With a corpus that Stanza parses, the parser the workflow
-trains (``parser_treebanks``, ``parser_train``) is scored on its treebank's test set (``PARSER_TABLE``).
+tests compare every other variant with it, over every seed of both (the core rule ``significance``).
+With a corpus that Stanza parses, the parser the workflow trains (``parser_treebanks``,
+``parser_train``) is scored on its treebank's test set (``PARSER_TABLE``).
 The functions here turn the config into the tables' manifests (one entry per task and system, with the
 result files the table reads) and the rules' input paths; they live in the library because Snakemake's
 lint wants no function definitions beside rules.
@@ -18,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nmtvariants.config import experiment_systems
+from nmtvariants.config import Replica, experiment_replicas, experiment_systems
 from nmtvariants.errors import ConfigError
 
 STUDY = "bugliarello2020"
@@ -142,12 +143,20 @@ def ablation_experiments(config: Mapping[str, Any]) -> list[str]:
 def entries(
     config: Mapping[str, Any], names: Iterable[str], pascal_only: bool = False
 ) -> list[dict[str, Any]]:
-    """The manifest of a table: one entry per (experiment, pair, testset, variant), config order."""
+    """The manifest of a table: one entry per (experiment, pair, testset, variant), config order.
+
+    ``scores`` lists the score file of every replica of the system (one per seed of the experiment's
+    ``seeds``, nmtvariants.config.experiment_replicas) and ``seeds`` their seeds, so that the table
+    gives the mean ± sd over seeds; ``significance`` is the test over all replicas of the variant and
+    of the Transformer (rule ``significance``); ``length`` (Figure 2) is the first seed's."""
     out = []
     for name in names:
         spec = experiments(config)[name]
         baseline = baseline_variant(config, name)
         systems = experiment_systems(spec)
+        replicas: dict[tuple[str, str], list[Replica]] = {}
+        for replica in experiment_replicas(config, name):
+            replicas.setdefault((replica.pair, replica.variant), []).append(replica)
         for pair in spec["pairs"]:
             for testset in spec["evaluate"]["testsets"]:
                 for variant in (variant for of, variant in systems if of == pair):
@@ -163,7 +172,11 @@ def entries(
                             "variant": variant,
                             "switches": dict(switches or {}),
                             "derived": derived(config, name, variant),
-                            "scores": f"{folder}/{testset}.scores.json",
+                            "scores": [
+                                f"results/{name}/{pair}/{replica.name}/{testset}.scores.json"
+                                for replica in replicas[pair, variant]
+                            ],
+                            "seeds": [replica.seed for replica in replicas[pair, variant]],
                             "significance": None
                             if variant == baseline
                             else f"{folder}/{testset}.significance.json",
@@ -174,8 +187,15 @@ def entries(
 
 
 def files(manifest: Iterable[Mapping[str, Any]], *keys: str) -> list[str]:
-    """The result files a table reads (``keys`` of every entry, nulls skipped)."""
-    return [entry[key] for entry in manifest for key in keys if entry.get(key)]
+    """The result files a table reads (``keys`` of every entry, nulls skipped, lists of replicas'
+    files flattened)."""
+    return [
+        path
+        for entry in manifest
+        for key in keys
+        if entry.get(key)
+        for path in (entry[key] if isinstance(entry[key], list) else [entry[key]])
+    ]
 
 
 def figure_tasks(config: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
@@ -213,11 +233,6 @@ def gold_inputs(corpora: Mapping[str, Any], corpus: str, src: str, tgt: str, spl
     if split == corpora[corpus]["train"]:
         inputs["kept"] = f"data/{corpus}/{src}-{tgt}/clean/train.kept"
     return inputs
-
-
-def baseline_hypothesis(config: Mapping[str, Any], experiment: str, pair: str, testset: str) -> str:
-    """The Transformer's post-processed translation that a variant is tested against."""
-    return f"results/{experiment}/{pair}/{baseline_variant(config, experiment)}/{testset}.hyp"
 
 
 def reference(config: Mapping[str, Any], experiment: str, pair: str, testset: str) -> str:

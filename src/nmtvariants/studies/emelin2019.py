@@ -7,9 +7,14 @@ the JSON of ``contrawsd`` -- and returns one DataFrame, the rows of one table:
 * Table 1 / Table 2 (:func:`bleu_table`): tokenised BLEU and sacreBLEU per test set and their mean,
   one block per pair (Table 1 is EN-DE, Table 2 the other pairs).
 * Table 4 (:func:`variants_table`): each shortcut variant's mean BLEU and its difference to the baseline.
+
+An experiment trained with several seeds (``seeds: [...]``) has one replica per seed; Tables 1-4 give
+each system's mean ± sample sd over its replicas with ``n`` (:func:`bleu_replicas`, then
+:func:`replicated_bleu_table`; each seed's score stays in the CSV), and the
+bootstrap table reads the test over sentences and every replica of both systems.
 * Table 5 (:func:`params_speed_table`): parameters and training speed relative to the baseline.
 * The real-data comparison (:func:`bootstrap_table`): sacreBLEU and chrF per test set, each variant's
-  difference to the baseline and its paired-bootstrap p-value (from ``nmtvariants significance``).
+  difference to the baseline and its paired-bootstrap p-value (from ``nmtvariants significance-replicas``).
 * The probe breakdowns (:func:`probe_breakdown`), the figure curves (:func:`layer_curves`), the gate
   statistics (:func:`gate_table`) and ContraWSD accuracy (:func:`contrawsd_table`).
 
@@ -20,6 +25,7 @@ from a CoNLL-U parse of the tokenised text, :func:`target_pos_labels` the target
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +35,8 @@ import pandas as pd
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, read_lines
 from nmtvariants.reporting.deviations import Deviation
+from nmtvariants.reporting.replicas import aggregate_replicas, format_mean_sd, sd_column
+from nmtvariants.reporting.results import UNRECORDED_SEED, replica_seed
 from nmtvariants.syntax.conllu import Sentence
 from nmtvariants.syntax.dep_labels import bpe_word_spans, head_word, surface_tokens
 from nmtvariants.text.subword_map import HYPHEN, word_ids
@@ -36,6 +44,7 @@ from nmtvariants.training.logging_utils import training_speed  # noqa: F401 (re-
 
 MEAN = "mean"
 BLEU, TOK_BLEU = "BLEU", "tok. BLEU"
+BLEU_KEYS = ["experiment", "pair", "variant", "testset"]  # one row of Tables 1-3 (over seeds)
 SHORTCUT_OPTIONS = ("kind", "self_attention", "cross_attention", "source", "wiring")
 # The study's table commands (emelin2019_cli.py): bleu writes Tables 1-3, variants Table 4, params
 # Table 5, probes the probe breakdowns.
@@ -71,22 +80,33 @@ def variant_conditions(switches: Mapping[str, Mapping[str, Any] | None]) -> set[
 # --- Tables 1 and 2: BLEU ---------------------------------------------------------------------------
 
 
-def bleu_table(
+def bleu_replicas(
     records: Sequence[Mapping[str, Any]],
     variants: Sequence[str] | None = None,
     mean_testsets: Sequence[str] | None = None,
+    seeds: Sequence[object] | None = None,
 ) -> pd.DataFrame:
-    """Rows ``experiment, pair, variant, testset, tok. BLEU, BLEU`` from score records (``evaluate``
-    JSONs, whose ``system`` is ``experiment/pair/variant``), test sets in the order first seen, then one
-    ``mean`` row per (experiment, pair, variant): the unweighted mean over its test sets, as the paper
-    averages the newstest years. ``variants`` orders the rows (default: first seen).
+    """Rows ``experiment, pair, variant, seed, testset, tok. BLEU, BLEU``: every replica's scores per
+    test set, test sets in the order first seen, then the replica's ``mean`` row (the unweighted mean
+    over its test sets, as the paper averages the newstest years). ``variants`` orders the rows
+    (default: first seen); within a variant the seeds follow in the order first seen.
 
-    ``mean_testsets``: average over exactly these test sets, each of which every system must have been
+    ``seeds`` gives each record's training seed (its replica folder ``<variant>-seed<N>`` is then read
+    back as ``variant``: :func:`nmtvariants.reporting.results.replica_seed`); without it the seed
+    comes from such a folder name. The mean is taken per replica, so that the spread over seeds of a
+    table's ``mean`` is that of the replicas' test means.
+
+    ``mean_testsets``: average over exactly these test sets, each of which every replica must have been
     scored on (other test sets keep their rows but stay out of the mean). Tables 3 and 4's "test mean"
     is the average over Table 1's test sets, whichever columns the table shows."""
+    if seeds is not None and len(seeds) != len(records):
+        raise InputError(
+            f"bleu table: {len(seeds)} seeds for {len(records)} score records; give one per file"
+        )
     rows = []
-    for record in records:
-        experiment, pair, variant = [*record["system"].split("/"), "", ""][:3]
+    for index, record in enumerate(records):
+        experiment, pair, replica = [*record["system"].split("/"), "", ""][:3]
+        variant, seed = replica_seed(replica, None if seeds is None else seeds[index])
         scores = record["scores"]
         missing = [metric for metric in ("bleu", "tok-bleu") if metric not in scores]
         if missing:
@@ -99,6 +119,7 @@ def bleu_table(
                 "experiment": experiment,
                 "pair": pair,
                 "variant": variant,
+                "seed": seed,
                 "testset": record["testset"],
                 TOK_BLEU: float(scores["tok-bleu"]["score"]),
                 BLEU: float(scores["bleu"]["score"]),
@@ -111,32 +132,56 @@ def bleu_table(
     out = []
     for experiment, pair in dict.fromkeys(zip(frame["experiment"], frame["pair"], strict=True)):
         for variant in order:
-            block = frame[
+            system = frame[
                 (frame["experiment"] == experiment) & (frame["pair"] == pair) & (frame["variant"] == variant)
             ]
-            if block.empty:
-                continue
-            out += block.to_dict("records")
-            averaged = block
-            if mean_testsets:
-                missing = [name for name in mean_testsets if name not in set(block["testset"])]
-                if missing:
-                    raise InputError(
-                        f"bleu table: {experiment}/{pair}/{variant} has no scores on {', '.join(missing)}; "
-                        "the mean is over those test sets, so evaluate it on them"
-                    )
-                averaged = block[block["testset"].isin(mean_testsets)]
-            out.append(
-                {
-                    "experiment": experiment,
-                    "pair": pair,
-                    "variant": variant,
-                    "testset": MEAN,
-                    TOK_BLEU: float(averaged[TOK_BLEU].mean()),
-                    BLEU: float(averaged[BLEU].mean()),
-                }
+            for seed in dict.fromkeys(system["seed"]):
+                block = system[system["seed"] == seed]
+                out += block.to_dict("records")
+                out.append(
+                    {
+                        "experiment": experiment,
+                        "pair": pair,
+                        "variant": variant,
+                        "seed": seed,
+                        "testset": MEAN,
+                        **_test_mean(block, mean_testsets, f"{experiment}/{pair}/{variant}"),
+                    }
+                )
+    return pd.DataFrame(out, columns=[*BLEU_KEYS[:3], "seed", "testset", TOK_BLEU, BLEU])
+
+
+def _test_mean(block: pd.DataFrame, mean_testsets: Sequence[str] | None, system: str) -> dict[str, float]:
+    """One replica's mean over its test sets (or exactly ``mean_testsets``, which it must have)."""
+    averaged = block
+    if mean_testsets:
+        missing = [name for name in mean_testsets if name not in set(block["testset"])]
+        if missing:
+            raise InputError(
+                f"bleu table: {system} has no scores on {', '.join(missing)}; "
+                "the mean is over those test sets, so evaluate it on them"
             )
-    return pd.DataFrame(out, columns=["experiment", "pair", "variant", "testset", TOK_BLEU, BLEU])
+        averaged = block[block["testset"].isin(mean_testsets)]
+    return {TOK_BLEU: float(averaged[TOK_BLEU].mean()), BLEU: float(averaged[BLEU].mean())}
+
+
+def bleu_table(
+    records: Sequence[Mapping[str, Any]],
+    variants: Sequence[str] | None = None,
+    mean_testsets: Sequence[str] | None = None,
+    seeds: Sequence[object] | None = None,
+) -> pd.DataFrame:
+    """Rows ``experiment, pair, variant, testset, tok. BLEU, BLEU``: :func:`bleu_replicas` averaged
+    over each system's seeds (with one seed, its scores as they are)."""
+    csv, _, _ = replicated_bleu_table(bleu_replicas(records, variants, mean_testsets, seeds))
+    return csv[[*BLEU_KEYS, TOK_BLEU, BLEU]]
+
+
+def replicated_bleu_table(replicas: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[object]]:
+    """Tables 1-3 over seeds, from the rows of :func:`bleu_replicas`
+    (:func:`nmtvariants.reporting.replicas.aggregate_replicas`): the CSV frame (``n``, each metric's
+    mean and ``sd`` over seeds, each seed's score), the markdown frame (``mean ± sd``) and the seeds."""
+    return aggregate_replicas(replicas, BLEU_KEYS, [TOK_BLEU, BLEU])
 
 
 # --- Table 4: the shortcut variants ------------------------------------------------------------------
@@ -152,30 +197,28 @@ def describe_variant(switches: Mapping[str, Any] | None) -> str:
 
 def variants_table(
     bleu: pd.DataFrame, switches: Mapping[str, Mapping[str, Any] | None], baseline: str = "baseline"
-) -> pd.DataFrame:
-    """Rows ``experiment, pair, variant, shortcuts, tok. BLEU, BLEU, Δ BLEU``: each variant's mean over
-    the test sets (the ``mean`` rows of :func:`bleu_table`) and its sacreBLEU difference to the
-    ``baseline`` variant of the same experiment and pair."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 4 from the ``mean`` rows of :func:`bleu_replicas`: one row per variant with its shortcut
+    options, ``n`` (seeds), tok. BLEU and BLEU as mean and sample sd over the seeds' test means, and
+    Δ BLEU, the difference of its mean sacreBLEU to that of the ``baseline`` variant of the same
+    experiment and pair. Returns the CSV frame (each seed's scores after the means) and the markdown
+    frame (``mean ± sd`` cells)."""
     means = bleu[bleu["testset"] == MEAN]
-    rows = []
-    for experiment, pair in dict.fromkeys(zip(means["experiment"], means["pair"], strict=True)):
-        block = means[(means["experiment"] == experiment) & (means["pair"] == pair)].set_index("variant")
-        if baseline not in block.index:
+    if "seed" not in means:  # one score per system (bleu_table): a single replica
+        means = means.assign(seed=UNRECORDED_SEED)
+    csv, markdown, _ = aggregate_replicas(means, BLEU_KEYS[:3], [TOK_BLEU, BLEU])
+    reference = {}
+    for experiment, pair in dict.fromkeys(zip(csv["experiment"], csv["pair"], strict=True)):
+        found = csv[(csv["experiment"] == experiment) & (csv["pair"] == pair) & (csv["variant"] == baseline)]
+        if found.empty:
             raise InputError(f"table 4, {experiment} {pair}: no {baseline!r} variant to compare with")
-        for variant, row in block.iterrows():
-            rows.append(
-                {
-                    "experiment": experiment,
-                    "pair": pair,
-                    "variant": variant,
-                    "shortcuts": describe_variant(switches.get(variant)),
-                    TOK_BLEU: row[TOK_BLEU],
-                    BLEU: row[BLEU],
-                    "Δ BLEU": row[BLEU] - block.loc[baseline, BLEU],
-                }
-            )
-    columns = ["experiment", "pair", "variant", "shortcuts", TOK_BLEU, BLEU, "Δ BLEU"]
-    return pd.DataFrame(rows, columns=columns)
+        reference[experiment, pair] = float(found[BLEU].iloc[0])
+    delta = [row[BLEU] - reference[row["experiment"], row["pair"]] for _, row in csv.iterrows()]
+    shortcuts = [describe_variant(switches.get(variant)) for variant in csv["variant"]]
+    for frame, after in ((csv, sd_column(BLEU)), (markdown, BLEU)):
+        frame.insert(3, "shortcuts", shortcuts)
+        frame.insert(frame.columns.get_loc(after) + 1, "Δ BLEU", delta)
+    return csv, markdown
 
 
 # --- the real-data comparison: sacreBLEU and chrF with a paired bootstrap against the baseline -----------
@@ -185,11 +228,13 @@ METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "chrf++": "chrF++", "ter": "TER"
 
 def bootstrap_table(
     results: Mapping[tuple[str, str], Mapping[str, Any]], baseline: str = "baseline"
-) -> pd.DataFrame:
-    """Rows ``variant, testset`` and per metric its score, the difference to ``baseline`` and the p-value,
-    from the JSONs of ``nmtvariants significance`` keyed by (variant, test set); each holds the baseline's
-    and the variant's scores on that test set. The baseline's rows come first (no difference, no p-value)
-    and must agree across the variants' JSONs, which compare with the same baseline output."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows ``variant, testset, n`` and per metric its score (the mean over the replicas, with the
+    sample sd over them), the difference to ``baseline`` and the p-value, from the JSONs of
+    ``nmtvariants significance-replicas`` (or, one output each, ``significance``) keyed by (variant,
+    test set); each holds the baseline's and the variant's scores on that test set. The baseline's rows
+    come first (no difference, no p-value) and must agree across the variants' JSONs, which compare
+    with the same baseline outputs. Returns the CSV frame and the markdown frame (``mean ± sd``)."""
     if not results:
         raise InputError("bootstrap table: no significance results")
     metrics = list(next(iter(results.values()))["metrics"])
@@ -199,7 +244,7 @@ def bootstrap_table(
         raise InputError(f"bootstrap table: {baseline!r} is the reference, not a variant to test")
     rows = []
     for testset in testsets:
-        base_scores: dict[str, float] = {}
+        base: dict[str, Mapping[str, Any]] = {}
         for variant in variants:
             if (variant, testset) not in results:
                 raise InputError(f"bootstrap table: no significance result of {variant!r} on {testset}")
@@ -209,35 +254,53 @@ def bootstrap_table(
                     f"bootstrap table: {variant!r} on {testset} tests {list(found)}, the others {metrics}"
                 )
             for metric in metrics:
-                score = float(found[metric]["baseline"]["score"])
-                if abs(base_scores.setdefault(metric, score) - score) > 1e-9:
+                side = found[metric]["baseline"]
+                if abs(_side(base.setdefault(metric, side))[0] - _side(side)[0]) > 1e-9:
                     raise InputError(
                         f"bootstrap table, {testset}: the {metric} of {baseline!r} differs between the "
-                        "variants' results; test every variant against the same baseline output"
+                        "variants' results; test every variant against the same baseline outputs"
                     )
-        rows.append({"variant": baseline, "testset": testset, **_bootstrap_cells(metrics, base_scores)})
+        rows.append((baseline, testset, _bootstrap_cells(metrics, base)))
     for variant in variants:
         for testset in testsets:
             found = results[variant, testset]["metrics"]
-            scores = {metric: float(found[metric]["system"]["score"]) for metric in metrics}
-            rows.append({"variant": variant, "testset": testset, **_bootstrap_cells(metrics, scores, found)})
-    columns = ["variant", "testset"]
+            sides = {metric: found[metric]["system"] for metric in metrics}
+            rows.append((variant, testset, _bootstrap_cells(metrics, sides, found)))
+    columns, shown = ["variant", "testset", "n"], ["variant", "testset", "n"]
     for metric in metrics:
         name = METRIC_NAMES.get(metric, metric)
-        columns += [name, f"Δ {name}", f"p ({name})"]
-    return pd.DataFrame(rows, columns=columns)
+        columns += [name, sd_column(name), f"Δ {name}", f"p ({name})"]
+        shown += [name, f"Δ {name}", f"p ({name})"]
+    csv = pd.DataFrame([{"variant": v, "testset": t, **cells[0]} for v, t, cells in rows], columns=columns)
+    markdown = pd.DataFrame([{"variant": v, "testset": t, **cells[1]} for v, t, cells in rows], columns=shown)
+    return csv, markdown
+
+
+def _side(block: Mapping[str, Any]) -> tuple[float, float, int]:
+    """(mean, sample sd, replicas) of one system's scores in a significance JSON: the replica test's
+    ``mean``, ``sd`` and ``scores``, or the one-output test's ``score``."""
+    if "mean" in block and "scores" in block:
+        sd = block.get("sd")
+        return float(block["mean"]), math.nan if sd is None else float(sd), len(block["scores"])
+    return float(block["score"]), math.nan, 1
 
 
 def _bootstrap_cells(
-    metrics: Sequence[str], scores: Mapping[str, float], tested: Mapping[str, Any] | None = None
-) -> dict[str, float | None]:
-    cells: dict[str, float | None] = {}
+    metrics: Sequence[str], sides: Mapping[str, Mapping[str, Any]], tested: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The CSV cells and the markdown cells of one row of the bootstrap table."""
+    csv: dict[str, Any] = {}
+    shown: dict[str, Any] = {}
     for metric in metrics:
         name = METRIC_NAMES.get(metric, metric)
-        cells[name] = scores[metric]
-        cells[f"Δ {name}"] = None if tested is None else float(tested[metric]["delta"])
-        cells[f"p ({name})"] = None if tested is None else float(tested[metric]["p_value"])
-    return cells
+        mean, sd, count = _side(sides[metric])
+        csv["n"] = shown["n"] = count
+        csv[name], csv[sd_column(name)] = mean, sd
+        shown[name] = format_mean_sd(mean, sd, count)
+        for cells in (csv, shown):
+            cells[f"Δ {name}"] = None if tested is None else float(tested[metric]["delta"])
+            cells[f"p ({name})"] = None if tested is None else float(tested[metric]["p_value"])
+    return csv, shown
 
 
 # --- Table 5: parameters and training speed ---------------------------------------------------------

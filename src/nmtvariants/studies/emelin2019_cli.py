@@ -4,7 +4,7 @@ Each table command reads the files the study's rules wrote, names every input's 
 ``VARIANT=FILE``, and writes the table with :func:`nmtvariants.reporting.tables.write_table` (markdown,
 CSV and provenance record)::
 
-    nmtvariants emelin2019-bleu --scores S.json ... --pairs en-de --title T --out table1.md
+    nmtvariants emelin2019-bleu --scores S.json ... [--seeds 1 1 2 2 ...] --pairs en-de --title T --out t1.md
     nmtvariants emelin2019-variants --scores S.json ... --switches '{"lexical": {...}}' --out table4.md
     nmtvariants emelin2019-params --count baseline=N.txt ... --log baseline=train_log.csv ... --out table5.md
     nmtvariants emelin2019-bootstrap --result lexical/test=S.json ... --out bootstrap.md
@@ -28,6 +28,7 @@ from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import atomic_write, read_lines, write_lines
 from nmtvariants.reporting.deviations import Deviation, applicable
+from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.tables import write_table
 from nmtvariants.studies import emelin2019 as tables
 from nmtvariants.syntax.conllu import read_conllu
@@ -56,9 +57,10 @@ def _deviations(table: str, conditions: set[str] | None = None) -> list[Deviatio
     return applicable(tables.DEVIATIONS, table, conditions or set())
 
 
-def _bleu_frame(args: argparse.Namespace) -> pd.DataFrame:
+def _bleu_replicas(args: argparse.Namespace) -> pd.DataFrame:
+    """Every replica's rows (tables.bleu_replicas) of the requested pairs."""
     records = [read_scores_json(path) for path in args.scores]
-    frame = tables.bleu_table(records, args.variants, getattr(args, "mean_testsets", None))
+    frame = tables.bleu_replicas(records, args.variants, getattr(args, "mean_testsets", None), args.seeds)
     if args.pairs:
         frame = frame[frame["pair"].isin(args.pairs)].reset_index(drop=True)
     if args.exclude_pairs:
@@ -75,11 +77,13 @@ def run_bleu(args: argparse.Namespace) -> int:
         if args.mean_testsets
         else "the unweighted mean over the test sets."
     )
+    csv, markdown, seeds = tables.replicated_bleu_table(_bleu_replicas(args))
     notes = (
         "BLEU: sacreBLEU on the detokenised output; tok. BLEU: BLEU of the Moses-tokenised output "
-        f"against the tokenised reference (the paper's second figure). `mean`: {mean}"
+        f"against the tokenised reference (the paper's second figure). `mean`: {mean} Over seeds, the "
+        f"`mean` row averages each seed's test mean.\n\n{seeds_note(seeds)}"
     )
-    write_table(_bleu_frame(args), args.out, args.title, notes, args.scores, _deviations("bleu"))
+    write_table(csv, args.out, args.title, notes, args.scores, _deviations("bleu"), markdown=markdown)
     return 0
 
 
@@ -88,10 +92,14 @@ def run_variants(args: argparse.Namespace) -> int:
         switches = json.loads(args.switches)
     except json.JSONDecodeError as error:
         raise ConfigError(f"--switches: not valid JSON ({error.msg} at character {error.pos})") from None
-    frame = tables.variants_table(_bleu_frame(args), switches, args.baseline)
-    notes = f"Mean over the test sets; Δ BLEU: sacreBLEU difference to `{args.baseline}`."
+    replicas = _bleu_replicas(args)
+    csv, markdown = tables.variants_table(replicas, switches, args.baseline)
+    notes = (
+        f"Mean over the test sets; Δ BLEU: difference of the mean sacreBLEU to `{args.baseline}`.\n\n"
+        + seeds_note(list(dict.fromkeys(replicas["seed"])))
+    )
     deviations = _deviations("variants", tables.variant_conditions(switches))
-    write_table(frame, args.out, args.title, notes, args.scores, deviations)
+    write_table(csv, args.out, args.title, notes, args.scores, deviations, markdown=markdown)
     return 0
 
 
@@ -108,6 +116,7 @@ def run_params(args: argparse.Namespace) -> int:
         f"tokens per second over each run's train_log.csv, relative to `{args.baseline}`; runs that "
         "shared the machine with other jobs are slowed by them, so compare runs trained side by side."
     )
+    notes = _with_note(notes, args.note)
     write_table(frame, args.out, args.title, notes, [*counts.values(), *logs.values()], _deviations("params"))
     return 0
 
@@ -120,17 +129,35 @@ def run_bootstrap(args: argparse.Namespace) -> int:
         if not variant:
             raise InputError(f"--result {spec!r}: expected VARIANT/TESTSET=FILE")
         results[variant, testset] = _read_json(path)
-    frame = tables.bootstrap_table(results, args.baseline)
+    csv, markdown = tables.bootstrap_table(results, args.baseline)
     first = next(iter(results.values()))
+    method = first.get("method") or (
+        f"sacreBLEU's two-sided paired bootstrap over sentences, {first['n_samples']} samples, "
+        f"seed {first['seed']}; one output per system"
+    )
     notes = (
-        f"Each variant against `{args.baseline}` on the same test set: Δ is the variant's score minus the "
-        f"baseline's, p the two-sided paired bootstrap p-value (sacreBLEU, {first['n_samples']} samples, "
-        f"seed {first['seed']}). One training seed per variant: the p-values test the outputs of these runs, "
-        "not the methods; run-to-run variation of a few tenths of BLEU is not in them. The CSV beside this "
+        f"Each variant against `{args.baseline}` on the same test set: n is the number of replicas "
+        "(training seeds) behind a row, each score their mean (± their sample sd), Δ the difference of the "
+        f"variant's mean from the baseline's and p the test's p-value. Test: {method}. The CSV beside this "
         "table has the p-values to full precision."
     )
+    if max(csv["n"]) == 1:
+        notes += (
+            " One training seed per variant: the p-values test the outputs of these runs, not the methods; "
+            "run-to-run variation of a few tenths of BLEU is not in them (train with `seeds: [...]`)."
+        )
     sources = [tables.label_of(spec)[1] for spec in args.result]
-    write_table(frame, args.out, args.title, notes, sources, _deviations("bootstrap"))
+    p_columns = {column: ".3f" for column in markdown.columns if column.startswith("p (")}
+    write_table(
+        csv,
+        args.out,
+        args.title,
+        notes,
+        sources,
+        _deviations("bootstrap"),
+        markdown=markdown,
+        floatfmt=p_columns,
+    )
     return 0
 
 
@@ -141,8 +168,7 @@ def run_probes(args: argparse.Namespace) -> int:
         notes += " Ten equal-sized bins of sub-word types, 1 the rarest; 0: types unseen in training."
     else:  # labels of one side only (source POS vs target POS) stay empty on the other side
         frame = frame.astype(object).where(frame.notna(), None)
-    if args.note:
-        notes += f" {args.note}"
+    notes = _with_note(notes, args.note)
     deviations = _deviations("probes", {args.group_kind})
     write_table(frame, args.out, args.title, notes, args.csv, deviations)
     return 0
@@ -150,7 +176,10 @@ def run_probes(args: argparse.Namespace) -> int:
 
 def run_gates(args: argparse.Namespace) -> int:
     frame = tables.gate_table(_read_csvs(args.csv))
-    notes = "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part."
+    notes = _with_note(
+        "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part.",
+        args.note,
+    )
     write_table(frame, args.out, args.title, notes, args.csv, _deviations("gates"))
     return 0
 
@@ -162,6 +191,7 @@ def run_contrawsd(args: argparse.Namespace) -> int:
         "An item is correct only if the reference's mean token NLL is lower than every contrastive "
         "translation's; every candidate went through the model's own preprocessing chain."
     )
+    notes = _with_note(notes, args.note)
     sources = [path for _, path in map(tables.label_of, args.result)]
     write_table(frame, args.out, args.title, notes, sources, _deviations("contrawsd"))
     return 0
@@ -183,6 +213,15 @@ def run_pos(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_note(notes: str, note: str | None) -> str:
+    """The table's notes and the sentence(s) its rule adds (e.g. that the analyses read one seed)."""
+    return f"{notes} {note}" if note else notes
+
+
+def _note_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--note", help="a sentence appended to the table's notes")
+
+
 def _table_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="table (.md; .csv and .provenance.json beside it)")
     parser.add_argument("--title", required=True)
@@ -193,6 +232,12 @@ def _score_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variants", nargs="+", help="row order of the variants")
     parser.add_argument("--pairs", nargs="+", help="keep only these pairs")
     parser.add_argument("--exclude-pairs", nargs="+", help="drop these pairs")
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        help="the training seed of each score file, in the same order (default: from <variant>-seed<N>); "
+        "a system's replicas become one row, mean ± sd over its seeds",
+    )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -217,6 +262,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     params.add_argument("--count", nargs="+", required=True, metavar="LABEL=FILE", help="count-params output")
     params.add_argument("--log", nargs="+", required=True, metavar="LABEL=FILE", help="train_log.csv")
     params.add_argument("--baseline", default="baseline")
+    _note_arg(params)
     _table_args(params)
     params.set_defaults(func=run_params)
 
@@ -233,17 +279,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     probes = subparsers.add_parser("emelin2019-probes", help="lexical-probe accuracy by frequency bin or POS")
     probes.add_argument("--csv", nargs="+", required=True, help="layer-probes CSVs")
     probes.add_argument("--group-kind", required=True, help="frequency_bin, or a grouping such as pos")
-    probes.add_argument("--note", help="a sentence appended to the table's notes")
+    _note_arg(probes)
     _table_args(probes)
     probes.set_defaults(func=run_probes)
 
     gates = subparsers.add_parser("emelin2019-gates", help="shortcut gate activations per layer")
     gates.add_argument("--csv", nargs="+", required=True, help="gate-stats CSVs")
+    _note_arg(gates)
     _table_args(gates)
     gates.set_defaults(func=run_gates)
 
     wsd = subparsers.add_parser("emelin2019-contrawsd", help="ContraWSD accuracy by sense, class")
     wsd.add_argument("--result", nargs="+", required=True, metavar="LABEL=FILE", help="contrawsd JSON")
+    _note_arg(wsd)
     _table_args(wsd)
     wsd.set_defaults(func=run_contrawsd)
 

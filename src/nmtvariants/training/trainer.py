@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import random
 import time
 from collections.abc import Callable
@@ -35,7 +34,6 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from nmtvariants.allocator import keep_freed_memory
 from nmtvariants.data.batching import (
     Batch,
     BatchStream,
@@ -52,11 +50,23 @@ from nmtvariants.models import build_model, model_config
 from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.training import checkpoints as ckpt
 from nmtvariants.training.data_digest import data_digest, digest_conflicts
-from nmtvariants.training.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, shutdown
+from nmtvariants.training.distributed import DistInfo, all_reduce_sum, barrier, process_info, shutdown
 from nmtvariants.training.logging_utils import TrainLogger, perplexity
 from nmtvariants.training.loss import projected_label_smoothed_nll
+from nmtvariants.training.process import resolve_threads, setup_process
 from nmtvariants.training.schedule import NoamSchedule, scale_for_peak
 from nmtvariants.training.train_config import RunConfig, TrainSettings, resume_conflicts
+
+# re-exported: callers import it from here
+__all__ = [
+    "LossModule",
+    "TrainResult",
+    "Trainer",
+    "TrainerState",
+    "ValidationHook",
+    "resolve_threads",
+    "train",
+]
 
 log = logging.getLogger(__name__)
 
@@ -188,15 +198,6 @@ def seed_everything(seed: int) -> None:
 
 
 # ---------------------------------------------------------------------- set-up helpers
-def resolve_threads(requested: int | None) -> int | None:
-    """``--threads``/``train.threads`` first, then ``OMP_NUM_THREADS``; None leaves torch's default."""
-    if requested is None and os.environ.get("OMP_NUM_THREADS", "").isdigit():
-        requested = int(os.environ["OMP_NUM_THREADS"])
-    if requested:
-        torch.set_num_threads(requested)
-    return requested
-
-
 def extra_input_files(config: RunConfig, split: str, feature_channels: int | None = None) -> ExtraInputFiles:
     """The extra inputs the run config names for ``split`` (train or valid)."""
     data = config.data
@@ -358,7 +359,12 @@ def reduce_terms(sums: dict[str, torch.Tensor], info: DistInfo) -> dict[str, flo
 
 # ---------------------------------------------------------------------- the trainer
 class Trainer:
-    """Builds everything from a :class:`RunConfig` and trains into ``outdir``."""
+    """Builds everything from a :class:`RunConfig` and trains into ``outdir``.
+
+    ``info`` comes from :func:`~nmtvariants.training.process.setup_process`; without it the trainer
+    reads the process as it is (:func:`~nmtvariants.training.distributed.process_info`) and changes
+    nothing process-wide besides seeding the generators, which the run's results depend on.
+    """
 
     def __init__(
         self,
@@ -372,9 +378,7 @@ class Trainer:
         self.outdir = Path(outdir)
         self.ckpt_dir = self.outdir / "checkpoints"
         self.validation_hook = validation_hook
-        resolve_threads(self.train_cfg.threads)
-        keep_freed_memory()
-        self.info = info or init_distributed(self.train_cfg.device)
+        self.info = info or process_info(self.train_cfg.device)
         if self.train_cfg.amp == "fp16" and self.info.device.type != "cuda":
             log.warning(
                 "train.amp fp16 on %s: no speed-up expected; bf16 is the CPU choice", self.info.device
@@ -746,8 +750,12 @@ def train(
     outdir: str | Path,
     validation_hook: ValidationHook | None = None,
 ) -> TrainResult:
-    """Train (or resume training) as configured; returns when max_updates/max_epochs/patience ends it."""
-    info = init_distributed(config.train.device)
+    """Train (or resume training) as configured; returns when max_updates/max_epochs/patience ends it.
+
+    The whole run as the ``train`` command runs it: :func:`setup_process` once (threads, allocator,
+    kernel caches, process group), the :class:`Trainer`, then leaving the process group.
+    """
+    info = setup_process(config.train)
     try:
         return Trainer(config, outdir, validation_hook, info).train()
     finally:

@@ -148,10 +148,12 @@ def timed_training(config, warm: int) -> dict:
     """Train with the real Trainer, stamping wall and CPU time after every update; ``summarize`` over
     the updates after ``warm``, plus CPU tokens/s and the parameter count. Shared by the training
     benchmarks (this one and variant_speed.py) so that they measure alike."""
+    from nmtvariants.training.process import setup_process
     from nmtvariants.training.trainer import Trainer
 
+    info = setup_process(config.train)  # threads, allocator, kernel caches: as the train command does
     with tempfile.TemporaryDirectory() as outdir:
-        trainer = Trainer(config, outdir)
+        trainer = Trainer(config, outdir, info=info)
         stamps, cpu, tokens = [time.perf_counter()], [time.process_time()], [0]
         original = trainer._train_update
 

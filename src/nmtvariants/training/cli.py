@@ -106,8 +106,12 @@ def extra_input_files(
 
 
 def run_train(args: argparse.Namespace) -> None:
+    """Read the config, then :func:`~nmtvariants.training.trainer.train`: process set-up once
+    (``setup_process``: threads, allocator, kernel caches, process group), the trainer, shutdown."""
     from nmtvariants.kernel_caches import bound_kernel_caches
 
+    # already before the config is read (setup_process repeats it, harmlessly): the bounds hold in
+    # this process even when the config is refused, which keeps their test cheap
     bound_kernel_caches()
     from nmtvariants.training.train_config import load_run_config
     from nmtvariants.training.trainer import train

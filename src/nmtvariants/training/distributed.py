@@ -67,6 +67,25 @@ def init_distributed(device: str = "auto") -> DistInfo:
     return DistInfo(rank, world_size, local_rank, chosen, backend)
 
 
+def process_info(device: str = "auto") -> DistInfo:
+    """This process's :class:`DistInfo` without changing anything: the rank of a process group that
+    :func:`init_distributed` already joined, else a single process on ``device``.
+
+    For code handed no ``DistInfo`` (a :class:`~nmtvariants.training.trainer.Trainer` built in a
+    test or a benchmark), which must not join a process group or switch the CUDA device itself.
+    """
+    if not dist.is_initialized():
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise ConfigError(
+                "WORLD_SIZE > 1 but no process group: call training.process.setup_process first"
+            )
+        return DistInfo(device=choose_device(device))
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    chosen = choose_device(device, local_rank)
+    return DistInfo(rank, world_size, local_rank, chosen, dist.get_backend())
+
+
 def barrier(info: DistInfo) -> None:
     if info.distributed:
         dist.barrier()

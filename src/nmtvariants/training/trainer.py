@@ -15,134 +15,62 @@ Resuming restores the model, Adam, the GradScaler, the update counter (the Noam 
 function of it), every rank's RNG states (Python, NumPy, torch CPU and CUDA: dropout continues
 with the same masks) and the data position, so a run killed with SIGKILL and restarted ends with
 bit-identical parameters (tested with ``torch.equal``).
+
+The parts live in their own modules: process set-up (threads, allocator, kernel caches, process
+group) in :mod:`.process`, which the ``train`` command runs once before a :class:`Trainer` exists;
+the builders of model, data, optimiser, schedule and loss module in :mod:`.build`; checkpoints
+(save, keep_last, resume, averaging inputs) in :mod:`.checkpoint_manager`; validation in
+:mod:`.validation`. This module wires them and runs the loop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
-from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from nmtvariants.allocator import keep_freed_memory
-from nmtvariants.data.batching import (
-    Batch,
-    BatchStream,
-    DataPosition,
-    UpdateStream,
-    collate,
-    epoch_batches,
-)
-from nmtvariants.data.dataset import ParallelData, binarize, check_ids
-from nmtvariants.data.extra_inputs import ExtraInputFiles, model_feature_channels
-from nmtvariants.data.vocab import PAD_ID, Vocabulary
+from nmtvariants.data.batching import Batch, BatchStream, UpdateStream, collate
+from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError
-from nmtvariants.models import build_model, model_config
-from nmtvariants.models.interfaces import SourceInputs
-from nmtvariants.training import checkpoints as ckpt
-from nmtvariants.training.data_digest import data_digest, digest_conflicts
-from nmtvariants.training.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, shutdown
+from nmtvariants.training.build import (
+    build_data,
+    build_loss_module,
+    build_model,
+    build_optimizer,
+    build_scaler,
+    build_schedule,
+)
+from nmtvariants.training.checkpoint_manager import CHECKPOINT_FORMAT, CheckpointManager
+from nmtvariants.training.data_digest import data_digest
+from nmtvariants.training.distributed import DistInfo, all_reduce_sum, process_info, shutdown
 from nmtvariants.training.logging_utils import TrainLogger, perplexity
-from nmtvariants.training.loss import projected_label_smoothed_nll
-from nmtvariants.training.schedule import NoamSchedule, scale_for_peak
-from nmtvariants.training.train_config import RunConfig, TrainSettings, resume_conflicts
+from nmtvariants.training.objective import LossModule, autocast_context
+from nmtvariants.training.process import resolve_threads, setup_process
+from nmtvariants.training.run_state import TrainerState, seed_everything
+from nmtvariants.training.train_config import RunConfig
+from nmtvariants.training.validation import ValidationHook, add_terms, evaluate, reduce_terms
+
+# names that callers import from here (the trainer's public surface before it was split up)
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "LossModule",
+    "TrainResult",
+    "Trainer",
+    "TrainerState",
+    "ValidationHook",
+    "evaluate",
+    "resolve_threads",
+    "train",
+]
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_FORMAT = 1
-
-# A hook the lead can wire for validation BLEU: (model in eval mode, update) -> {"bleu": 27.3, ...}.
-# Called on rank 0 only; its numbers are logged and "bleu" can drive early stopping.
-ValidationHook = Callable[[nn.Module, int], dict[str, float]]
-
-
-class LossModule(nn.Module):
-    """Model + loss in one ``forward`` so that DDP sees every parameter used inside its forward.
-
-    The output projection (the costliest matmul for small models) runs only on the non-pad target
-    positions, fused with the loss (``projected_label_smoothed_nll``): no ``[tokens, V]`` logits
-    are kept for the backward. Plug-ins' auxiliary terms are collected during the same forward.
-
-    Returns ``(objective, loss, nll, aux)``: the summed objective to back-propagate (the smoothed
-    loss plus every ``weight * term``), the smoothed loss alone, the NLL (both detached), and the
-    weighted auxiliary terms by name (detached), all sums over the batch.
-    """
-
-    def __init__(self, model: nn.Module, epsilon: float):
-        super().__init__()
-        self.model = model
-        self.epsilon = epsilon
-
-    def forward(
-        self, inputs: SourceInputs | torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        inputs = SourceInputs.of(inputs)
-        recorder = self.model.aux_losses
-        recorder.take()  # nothing left over from an interrupted forward
-        recorder.active = True
-        try:
-            memories = self.model.encode_inputs(inputs)
-            states = self.model.decode_states(tgt_in, memories, aux=inputs.aux)
-            keep = tgt_out.ne(PAD_ID)
-            loss, nll = projected_label_smoothed_nll(
-                states[keep], self.model.output_weight, tgt_out[keep], self.epsilon
-            )
-        finally:
-            recorder.active = False
-        objective = loss
-        aux: dict[str, torch.Tensor] = {}
-        for name, (total, weight) in sorted(recorder.take().items()):
-            term = weight * total.float()
-            objective = objective + term
-            aux[name] = term.detach()
-        return objective, loss.detach(), nll, aux
-
-
-@dataclass
-class TrainerState:
-    """Everything besides tensors that a resumed run needs to continue exactly."""
-
-    update: int = 0
-    position: DataPosition = field(default_factory=DataPosition)
-    best: float | None = None
-    bad_validations: int = 0
-    stop_reason: str | None = None
-    tokens_seen: int = 0
-    elapsed_s: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "update": self.update,
-            "position": self.position.as_dict(),
-            "best": self.best,
-            "bad_validations": self.bad_validations,
-            "stop_reason": self.stop_reason,
-            "tokens_seen": self.tokens_seen,
-            "elapsed_s": self.elapsed_s,
-        }
-
-    @classmethod
-    def from_dict(cls, state: dict[str, Any]) -> TrainerState:
-        return cls(
-            update=int(state["update"]),
-            position=DataPosition.from_dict(state["position"]),
-            best=state.get("best"),
-            bad_validations=int(state.get("bad_validations", 0)),
-            stop_reason=state.get("stop_reason"),
-            tokens_seen=int(state.get("tokens_seen", 0)),
-            elapsed_s=float(state.get("elapsed_s", 0.0)),
-        )
 
 
 @dataclass
@@ -154,211 +82,40 @@ class TrainResult:
     last_valid: dict[str, float]
 
 
-# ---------------------------------------------------------------------- RNG state
-def rng_state() -> dict[str, Any]:
-    """This process's generators in a weights_only-loadable form (tensors, ints, lists)."""
-    np_state = np.random.get_state(legacy=True)
-    state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)), *np_state[2:]],
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
+@dataclass
+class LogWindow:
+    """This rank's training sums since the last ``train`` row of the log."""
+
+    loss: torch.Tensor
+    nll: torch.Tensor
+    aux: dict[str, torch.Tensor] = field(default_factory=dict)
+    tokens: int = 0
+    start: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def on(cls, device: torch.device) -> LogWindow:
+        return cls(torch.zeros((), device=device), torch.zeros((), device=device))
+
+    def add(self, loss: torch.Tensor, nll: torch.Tensor, tokens: int, aux: dict[str, torch.Tensor]) -> None:
+        self.loss += loss
+        self.nll += nll
+        add_terms(self.aux, aux)
+        self.tokens += tokens
+
+    def reset(self) -> None:
+        self.loss.zero_()
+        self.nll.zero_()
+        self.aux = {}
+        self.tokens, self.start = 0, time.perf_counter()
 
 
-def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(_as_tuple(state["python"]))
-    name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), int(pos), int(has_gauss), float(cached)))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _as_tuple(value: Any) -> Any:
-    return tuple(_as_tuple(v) for v in value) if isinstance(value, list | tuple) else value
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-# ---------------------------------------------------------------------- set-up helpers
-def resolve_threads(requested: int | None) -> int | None:
-    """``--threads``/``train.threads`` first, then ``OMP_NUM_THREADS``; None leaves torch's default."""
-    if requested is None and os.environ.get("OMP_NUM_THREADS", "").isdigit():
-        requested = int(os.environ["OMP_NUM_THREADS"])
-    if requested:
-        torch.set_num_threads(requested)
-    return requested
-
-
-def extra_input_files(config: RunConfig, split: str, feature_channels: int | None = None) -> ExtraInputFiles:
-    """The extra inputs the run config names for ``split`` (train or valid)."""
-    data = config.data
-    return ExtraInputFiles(
-        aux=getattr(data, f"{split}_aux"),
-        aux_labels=data.aux_labels,
-        sources=getattr(data, f"{split}_sources"),
-        features=getattr(data, f"{split}_features"),
-        feature_index=getattr(data, f"{split}_feature_index"),
-        feature_channels=feature_channels,
-    )
-
-
-def _load_split(
-    config: RunConfig, split: str, vocab: Vocabulary, max_len: int, feature_channels: int | None
-) -> ParallelData:
-    data = config.data
-    binarised = getattr(data, f"{split}_bin")
-    extras = extra_input_files(config, split, feature_channels)
-    if binarised:
-        loaded = ParallelData.load(binarised)
-        check_ids(loaded, len(vocab), binarised)
-        if extras.features is not None:
-            loaded.use_features(extras.features, feature_channels)
-        elif loaded.feature_rows is not None:
-            raise ConfigError(f"data.{split}_features: {binarised} has feature rows; name the feature file")
-        return loaded
-    src, tgt = getattr(data, f"{split}_src"), getattr(data, f"{split}_tgt")
-    return binarize(src, tgt, vocab, max_len=max_len, extras=extras)
-
-
-def load_data(
-    config: RunConfig, vocab: Vocabulary, max_positions: int, feature_channels: int | None = None
-) -> tuple[ParallelData, ParallelData | None]:
-    """Binarise (or load) the training and validation pairs with their extra inputs, all checked
-    here, before training starts; drop pairs the model cannot embed."""
-    data, train = config.data, config.train
-    limit = max_positions - 1  # </s> takes one position
-    max_len = min(train.max_len, limit) if train.max_len else limit
-    train_data = _load_split(config, "train", vocab, max_len, feature_channels)
-    valid_data = None
-    if data.valid_bin or data.valid_src:
-        valid_data = _load_split(config, "valid", vocab, limit, feature_channels)
-        if sorted(valid_data.aux) != sorted(train_data.aux) or len(valid_data.sources) != len(
-            train_data.sources
-        ):
-            raise ConfigError(
-                f"data: the validation data has streams {sorted(valid_data.aux)} and "
-                f"{1 + len(valid_data.sources)} source(s), the training data {sorted(train_data.aux)} and "
-                f"{1 + len(train_data.sources)}; give both the same extra inputs"
-            )
-    return train_data, valid_data
-
-
-def check_model_inputs(model: nn.Module, data: ParallelData, split: str) -> None:
-    """The data must feed every encoder of the model: as many sources, and features iff it reads them."""
-    spec = getattr(model, "multi_source", None)  # the parsed variant.multi_source of a multi-encoder model
-    if spec is None:
-        return
-    sources = 1 + len(data.sources)
-    if sources != spec.sources:
-        raise ConfigError(
-            f"data.{split}_sources: the {split} data has {sources} source(s), but the model has "
-            f"{spec.sources} text encoder(s) (variant.multi_source.sources); name one file per further source"
-        )
-    if (data.feature_rows is not None) != (spec.feature_channels is not None):
-        needed = "needs" if spec.feature_channels is not None else "has no encoder for"
-        raise ConfigError(
-            f"data.{split}_features: the model {needed} a feature grid (variant.multi_source.features)"
-        )
-
-
-def make_optimizer(model: nn.Module, train: TrainSettings, device: torch.device) -> torch.optim.Adam:
-    """Adam (0.9, 0.98, 1e-9 by default), fused kernels where torch has them for the device."""
-    return torch.optim.Adam(
-        model.parameters(),
-        lr=0.0,
-        betas=tuple(train.adam_betas),
-        eps=train.adam_eps,
-        weight_decay=train.weight_decay,
-        fused=device.type in ("cpu", "cuda"),
-    )
-
-
-def autocast_context(amp: str, device: torch.device):
-    if amp == "none":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if amp == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-# ---------------------------------------------------------------------- validation
-@torch.no_grad()
-def evaluate(
-    model: nn.Module,
-    data: ParallelData,
-    batch_tokens: int,
-    epsilon: float,
-    info: DistInfo,
-    amp: str = "none",
-) -> dict[str, float]:
-    """Per-token NLL (no smoothing), label-smoothed loss and auxiliary terms on ``data``, sharded
-    over ranks."""
-    loss_module = LossModule(model, epsilon)
-    was_training = model.training
-    model.eval()
-    batches = epoch_batches(
-        data.src_lengths, data.tgt_lengths, batch_tokens, 0, 0, maxi_batch=0, shuffle=False
-    )
-    totals = torch.zeros(3, dtype=torch.float64, device=info.device)
-    aux_sums: dict[str, torch.Tensor] = {}
-    for indices in batches[info.rank :: info.world_size]:
-        batch = collate(data, indices).to(info.device)
-        with autocast_context(amp, info.device):
-            _, loss, nll, aux = loss_module(batch.inputs, batch.tgt_in, batch.tgt_out)
-        add_terms(aux_sums, aux)
-        totals += torch.stack(
-            [
-                loss.double(),
-                nll.double(),
-                torch.tensor(batch.num_tokens, device=info.device, dtype=torch.float64),
-            ]
-        )
-    totals = all_reduce_sum(totals, info).tolist()
-    terms = reduce_terms(aux_sums, info)
-    model.train(was_training)
-    tokens = max(totals[2], 1.0)
-    metrics = {
-        "valid_loss": totals[0] / tokens,
-        "valid_nll": totals[1] / tokens,
-        "valid_ppl": perplexity(totals[1] / tokens),
-        "valid_tokens": int(totals[2]),
-    }
-    metrics.update({f"valid_aux_{name}": total / tokens for name, total in terms.items()})
-    return metrics
-
-
-def add_terms(sums: dict[str, torch.Tensor], terms: dict[str, torch.Tensor]) -> None:
-    """Accumulate auxiliary terms by name (in float64)."""
-    for name, value in terms.items():
-        sums[name] = sums[name] + value.double() if name in sums else value.double()
-
-
-def reduce_terms(sums: dict[str, torch.Tensor], info: DistInfo) -> dict[str, float]:
-    """Sum auxiliary terms over ranks; a term some rank never saw counts 0 there (the names are
-    gathered first, so that every rank reduces a tensor of the same size)."""
-    names = sorted(sums)
-    if info.distributed:
-        everyone: list[Any] = [None] * info.world_size
-        dist.all_gather_object(everyone, names)
-        names = sorted(set().union(*everyone))
-    if not names:
-        return {}
-    stacked = torch.stack(
-        [sums.get(name, torch.zeros((), dtype=torch.float64, device=info.device)) for name in names]
-    )
-    return dict(zip(names, all_reduce_sum(stacked, info).tolist(), strict=True))
-
-
-# ---------------------------------------------------------------------- the trainer
 class Trainer:
-    """Builds everything from a :class:`RunConfig` and trains into ``outdir``."""
+    """Builds a run's parts from a :class:`RunConfig` and trains into ``outdir``.
+
+    ``info`` comes from :func:`~nmtvariants.training.process.setup_process`; without it the trainer
+    reads the process as it is (:func:`~nmtvariants.training.distributed.process_info`) and changes
+    nothing process-wide besides seeding the generators, which the run's results depend on.
+    """
 
     def __init__(
         self,
@@ -368,126 +125,40 @@ class Trainer:
         info: DistInfo | None = None,
     ):
         self.config = config
-        self.train_cfg = config.train
+        self.train_cfg = cfg = config.train
         self.outdir = Path(outdir)
-        self.ckpt_dir = self.outdir / "checkpoints"
         self.validation_hook = validation_hook
-        resolve_threads(self.train_cfg.threads)
-        keep_freed_memory()
-        self.info = info or init_distributed(self.train_cfg.device)
-        if self.train_cfg.amp == "fp16" and self.info.device.type != "cuda":
+        self.info = info or process_info(cfg.device)
+        if cfg.amp == "fp16" and self.info.device.type != "cuda":
             log.warning(
                 "train.amp fp16 on %s: no speed-up expected; bf16 is the CPU choice", self.info.device
             )
 
         self.vocab = Vocabulary.load(config.data.vocab)
-        seed_everything(self.train_cfg.seed)
-        self.model_cfg = model_config(
-            config.model.get("preset", "base"),
-            overrides={k: v for k, v in config.model.items() if k != "preset"},
-            variant=config.variant,
-        )
-        self.model = build_model(self.model_cfg, vocab_size=len(self.vocab)).to(self.info.device)
+        seed_everything(cfg.seed)
+        self.model_cfg, self.model = build_model(config, len(self.vocab), self.info.device)
         if self.info.distributed:  # same initial weights everywhere, different dropout masks per rank
-            torch.manual_seed(self.train_cfg.seed + 7919 * self.info.rank)
-        self.train_data, self.valid_data = load_data(
-            config, self.vocab, self.model_cfg.max_positions, model_feature_channels(self.model)
+            torch.manual_seed(cfg.seed + 7919 * self.info.rank)
+        self.train_data, self.valid_data = build_data(config, self.vocab, self.model_cfg, self.model)
+        self.optimizer = build_optimizer(self.model, cfg, self.info.device)
+        self.schedule = build_schedule(cfg, self.model_cfg.d_model)
+        self.scaler = build_scaler(cfg, self.info.device)
+        self.data_digest = data_digest(config.data)
+        self.checkpoints = CheckpointManager(
+            self.outdir, self.info, cfg.keep_last, config.to_dict(), self.data_digest, list(self.vocab.itos)
         )
-        check_model_inputs(self.model, self.train_data, "train")
-        if self.valid_data is not None:
-            check_model_inputs(self.model, self.valid_data, "valid")
-        self.optimizer = make_optimizer(self.model, self.train_cfg, self.info.device)
-        peak = self.train_cfg.lr_peak
-        scale = (
-            scale_for_peak(peak, self.model_cfg.d_model, self.train_cfg.warmup)
-            if peak
-            else self.train_cfg.lr_scale
-        )
-        self.schedule = NoamSchedule(self.model_cfg.d_model, self.train_cfg.warmup, scale)
-        self.scaler = torch.amp.GradScaler(self.info.device.type, enabled=self.train_cfg.amp == "fp16")
+        self.ckpt_dir = self.checkpoints.directory
         self.state = TrainerState()
         self.resumed_from: Path | None = None
-        self.data_digest = data_digest(config.data)
-        self._resume()
-        loss_module: nn.Module = LossModule(self.model, self.train_cfg.label_smoothing)
-        if self.train_cfg.compile:
-            loss_module = torch.compile(loss_module, dynamic=True)
-        if self.info.distributed:
-            device_ids = [self.info.device.index] if self.info.device.type == "cuda" else None
-            loss_module = DistributedDataParallel(loss_module, device_ids=device_ids)
-        self.loss_module = loss_module
+        resumed = self.checkpoints.resume(self.model, self.optimizer, self.scaler, cfg.seed)
+        if resumed is not None:
+            self.resumed_from, self.state = resumed
+        self.loss_module = build_loss_module(self.model, cfg, self.info)
+        self._last_lr = 0.0
 
     # ------------------------------------------------------------------ checkpoints
-    def _set_aside_foreign_checkpoints(self, state: dict[str, Any]) -> bool:
-        """Move checkpoints written under another configuration, or on other data, out of the way;
-        True if moved.
-
-        Snakemake re-runs a training job when its parameters or its input files change; resuming
-        from the old run's checkpoints would silently mix two experiments, so they are kept (renamed)
-        but not used.
-        """
-        conflicts = resume_conflicts(state.get("train_config") or {}, self.config.to_dict())
-        conflicts += digest_conflicts(state.get("data_digest"), self.data_digest)
-        if state.get("vocab") not in (None, list(self.vocab.itos)):  # checkpoints from before digests
-            conflicts.append(f"vocabulary: {len(state['vocab'])} -> {len(self.vocab)} entries or their order")
-        if not conflicts:
-            return False
-        barrier(self.info)
-        if self.info.is_main:
-            stale = self.ckpt_dir.with_name(f"checkpoints.stale-{time.strftime('%Y%m%d-%H%M%S')}")
-            self.ckpt_dir.rename(stale)
-            log.warning(
-                "%s were written with another configuration (%s); moved to %s, training from scratch",
-                self.ckpt_dir,
-                "; ".join(conflicts[:5]),
-                stale,
-            )
-        barrier(self.info)
-        return True
-
-    def _resume(self) -> None:
-        found = ckpt.latest_valid_checkpoint(self.ckpt_dir)
-        if found is None:
-            return
-        path, state = found
-        if self._set_aside_foreign_checkpoints(state):
-            return
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        if state.get("scaler"):
-            self.scaler.load_state_dict(state["scaler"])
-        self.state = TrainerState.from_dict(state["trainer"])
-        if self.state.stop_reason in ("max_updates", "max_epochs", "max_minutes"):
-            self.state.stop_reason = None  # re-checked against this run's (maybe larger) limits
-        rngs = state.get("rng") or []
-        if len(rngs) == self.info.world_size:
-            set_rng_state(rngs[self.info.rank])
-        else:
-            log.warning(
-                "%s was written by %d processes, this run has %d: RNG streams restart from the seed",
-                path,
-                len(rngs),
-                self.info.world_size,
-            )
-            seed_everything(self.train_cfg.seed + self.state.update + 7919 * self.info.rank)
-        self.resumed_from = path
-        log.info(
-            "resumed from %s (update %d, epoch %d, batch %d)",
-            path,
-            self.state.update,
-            self.state.position.epoch,
-            self.state.position.batch,
-        )
-
-    def _gather_rng(self) -> list[dict[str, Any]]:
-        mine = rng_state()
-        if not self.info.distributed:
-            return [mine]
-        everyone: list[Any] = [None] * self.info.world_size
-        dist.all_gather_object(everyone, mine)
-        return everyone
-
     def checkpoint_state(self) -> dict[str, Any]:
+        """A training checkpoint's contents (the manager adds every rank's RNG states)."""
         return {
             "format_version": CHECKPOINT_FORMAT,
             "model_config": self.model_cfg.to_dict(),
@@ -504,26 +175,17 @@ class Trainer:
 
     def save(self) -> Path | None:
         """Checkpoint the current update (rank 0 writes; all ranks contribute RNG states)."""
-        rngs = self._gather_rng()
-        path = None
-        if self.info.is_main:
-            state = self.checkpoint_state()
-            state["rng"] = rngs
-            path = ckpt.save_checkpoint(state, ckpt.checkpoint_path(self.ckpt_dir, self.state.update))
-            ckpt.prune_checkpoints(self.ckpt_dir, self.train_cfg.keep_last)
-        barrier(self.info)
-        return path
+        return self.checkpoints.save(self.state.update, self.checkpoint_state)
 
     def write_final(self) -> Path | None:
-        if not self.info.is_main:
-            return None
-        state = ckpt.model_file(self.checkpoint_state())
-        return ckpt.save_checkpoint(state, self.outdir / "final.pt")
+        return self.checkpoints.write_final(self.checkpoint_state)
 
     # ------------------------------------------------------------------ one update
     def _train_update(
         self, group: list[np.ndarray]
     ) -> tuple[torch.Tensor, torch.Tensor, int, dict[str, torch.Tensor]]:
+        """One optimiser step over ``group`` (this rank takes every world_size-th batch); returns
+        this rank's summed loss and NLL, the group's target tokens and this rank's aux sums."""
         info, cfg = self.info, self.train_cfg
         tgt_lengths = self.train_data.tgt_lengths
         total_tokens = int(sum(int(tgt_lengths[b].sum()) for b in group))
@@ -604,10 +266,7 @@ class Trainer:
         if improved:
             self.state.best = value
             self.state.bad_validations = 0
-            if self.info.is_main:
-                ckpt.save_checkpoint(
-                    ckpt.model_file(self.checkpoint_state()), self.ckpt_dir / "checkpoint_best.pt"
-                )
+            self.checkpoints.save_best(self.checkpoint_state)
         else:
             self.state.bad_validations += 1
         return bool(self.train_cfg.patience) and self.state.bad_validations >= self.train_cfg.patience
@@ -619,11 +278,12 @@ class Trainer:
         return bool(all_reduce_sum(over, self.info).item() > 0)
 
     def train(self) -> TrainResult:
-        cfg, info = self.train_cfg, self.info
+        """Train until max_updates, max_epochs, early stopping or max_minutes; write final.pt."""
+        cfg = self.train_cfg
         self.outdir.mkdir(parents=True, exist_ok=True)
         logger = TrainLogger(
             self.outdir,
-            enabled=info.is_main,
+            enabled=self.info.is_main,
             resume_update=self.state.update,
             tensorboard=cfg.tensorboard,
             progress=cfg.progress,
@@ -637,101 +297,13 @@ class Trainer:
             cfg.max_epochs,
             start=self.state.position,
         )
-        updates = UpdateStream(stream, cfg.update_freq, cfg.effective_batch_tokens, info.world_size)
+        updates = UpdateStream(stream, cfg.update_freq, cfg.effective_batch_tokens, self.info.world_size)
         self.loss_module.train()
-        last_valid: dict[str, float] = {}
-        saved_at = self.state.update if self.resumed_from else -1
-        window_loss = torch.zeros((), device=info.device)
-        window_nll = torch.zeros((), device=info.device)
-        window_aux: dict[str, torch.Tensor] = {}
-        window_tokens, window_start = 0, time.perf_counter()
-        run_start = time.perf_counter() - self.state.elapsed_s
         self._last_lr = 0.0
         if self.state.update == 0:
-            log.info(
-                "training %s (%d parameters) on %d pairs, %d target tokens; %d process(es) on %s",
-                self.model_cfg.variant or "baseline",
-                sum(p.numel() for p in self.model.parameters()),
-                len(self.train_data),
-                self.train_data.target_token_count(),
-                info.world_size,
-                info.device,
-            )
+            self._log_start()
         try:
-            while self.state.stop_reason is None:
-                if self.state.update >= cfg.max_updates:
-                    self.state.stop_reason = "max_updates"
-                    break
-                group = updates.next_update()
-                if group is None:
-                    self.state.stop_reason = "max_epochs"
-                    break
-                loss_sum, nll_sum, tokens, aux_sums = self._train_update(group)
-                self.state.position = updates.position
-                window_loss += loss_sum
-                window_nll += nll_sum
-                add_terms(window_aux, aux_sums)
-                window_tokens += tokens
-                update = self.state.update
-                if update % cfg.log_every == 0 or update == cfg.max_updates:
-                    sums = all_reduce_sum(torch.stack([window_loss, window_nll]).double(), info).tolist()
-                    now = time.perf_counter()
-                    row = {
-                        "update": update,
-                        "epoch": self.state.position.epoch,
-                        "split": "train",
-                        "loss": sums[0] / window_tokens,
-                        "nll": sums[1] / window_tokens,
-                        "ppl": perplexity(sums[1] / window_tokens),
-                        "lr": self._last_lr,
-                        "tokens": window_tokens,
-                        "tok_per_s": window_tokens / max(now - window_start, 1e-9),
-                        "elapsed_s": now - run_start,
-                    }
-                    aux_row = {
-                        f"aux_{name}": total / window_tokens
-                        for name, total in reduce_terms(window_aux, info).items()
-                    }
-                    row.update(aux_row)
-                    logger.record(row)
-                    logger.progress(update, loss=row["loss"], lr=row["lr"], tok_s=row["tok_per_s"], **aux_row)
-                    window_loss.zero_()
-                    window_nll.zero_()
-                    window_aux = {}
-                    window_tokens, window_start = 0, time.perf_counter()
-                elif logger.bar is not None:
-                    logger.progress(update)
-                if update % cfg.valid_every == 0 and (self.valid_data is not None or self.validation_hook):
-                    last_valid = self.validate()
-                    stop = self._early_stop(last_valid)
-                    logger.record(
-                        {
-                            "update": update,
-                            "epoch": self.state.position.epoch,
-                            "split": "valid",
-                            **last_valid,
-                            "elapsed_s": time.perf_counter() - run_start,
-                        }
-                    )
-                    log.info(
-                        "update %d: %s", update, ", ".join(f"{k} {v:.4g}" for k, v in last_valid.items())
-                    )
-                    if stop:
-                        self.state.stop_reason = "early_stop"
-                        log.info(
-                            "early stop: %s did not improve for %d validations",
-                            cfg.early_stop_metric,
-                            cfg.patience,
-                        )
-                self.state.elapsed_s = time.perf_counter() - run_start
-                if cfg.max_minutes is not None and self._out_of_time(cfg.max_minutes):
-                    self.state.stop_reason = "max_minutes"
-                if update % cfg.save_every == 0 or self.state.stop_reason:
-                    self.save()
-                    saved_at = update
-            self.state.elapsed_s = time.perf_counter() - run_start
-            if saved_at != self.state.update and self.state.update > 0:
-                self.save()
+            last_valid = self._run(updates, logger)
             final = self.write_final() if self.state.update > 0 else None
         finally:
             logger.close()
@@ -740,14 +312,116 @@ class Trainer:
             self.state.update, self.state.stop_reason or "", final, self.state.best, last_valid
         )
 
+    def _log_start(self) -> None:
+        log.info(
+            "training %s (%d parameters) on %d pairs, %d target tokens; %d process(es) on %s",
+            self.model_cfg.variant or "baseline",
+            sum(p.numel() for p in self.model.parameters()),
+            len(self.train_data),
+            self.train_data.target_token_count(),
+            self.info.world_size,
+            self.info.device,
+        )
+
+    def _run(self, updates: UpdateStream, logger: TrainLogger) -> dict[str, float]:
+        """Update, log, validate and checkpoint until a stop reason is set; save the last update if
+        it has no checkpoint yet. Returns the last validation's metrics."""
+        cfg, state = self.train_cfg, self.state
+        window = LogWindow.on(self.info.device)
+        run_start = time.perf_counter() - state.elapsed_s
+        last_valid: dict[str, float] = {}
+        saved_at = state.update if self.resumed_from else -1
+        while state.stop_reason is None:
+            if state.update >= cfg.max_updates:
+                state.stop_reason = "max_updates"
+                break
+            group = updates.next_update()
+            if group is None:
+                state.stop_reason = "max_epochs"
+                break
+            loss_sum, nll_sum, tokens, aux_sums = self._train_update(group)
+            state.position = updates.position
+            window.add(loss_sum, nll_sum, tokens, aux_sums)
+            update = state.update
+            self._log_train(window, logger, run_start)
+            if update % cfg.valid_every == 0 and (self.valid_data is not None or self.validation_hook):
+                last_valid = self._validate_and_check(logger, run_start)
+            state.elapsed_s = time.perf_counter() - run_start
+            if cfg.max_minutes is not None and self._out_of_time(cfg.max_minutes):
+                state.stop_reason = "max_minutes"
+            if update % cfg.save_every == 0 or state.stop_reason:
+                self.save()
+                saved_at = update
+        state.elapsed_s = time.perf_counter() - run_start
+        if saved_at != state.update and state.update > 0:
+            self.save()
+        return last_valid
+
+    def _log_train(self, window: LogWindow, logger: TrainLogger, run_start: float) -> None:
+        """A ``train`` row every ``log_every`` updates (and at the last), sums over all ranks."""
+        cfg, info, update = self.train_cfg, self.info, self.state.update
+        if not (update % cfg.log_every == 0 or update == cfg.max_updates):
+            if logger.bar is not None:
+                logger.progress(update)
+            return
+        sums = all_reduce_sum(torch.stack([window.loss, window.nll]).double(), info).tolist()
+        now = time.perf_counter()
+        row = {
+            "update": update,
+            "epoch": self.state.position.epoch,
+            "split": "train",
+            "loss": sums[0] / window.tokens,
+            "nll": sums[1] / window.tokens,
+            "ppl": perplexity(sums[1] / window.tokens),
+            "lr": self._last_lr,
+            "tokens": window.tokens,
+            "tok_per_s": window.tokens / max(now - window.start, 1e-9),
+            "elapsed_s": now - run_start,
+        }
+        aux_row = {
+            f"aux_{name}": total / window.tokens for name, total in reduce_terms(window.aux, info).items()
+        }
+        row.update(aux_row)
+        logger.record(row)
+        logger.progress(update, loss=row["loss"], lr=row["lr"], tok_s=row["tok_per_s"], **aux_row)
+        window.reset()
+
+    def _validate_and_check(self, logger: TrainLogger, run_start: float) -> dict[str, float]:
+        """Validate, log a ``valid`` row, and set the stop reason if early stopping says so."""
+        update = self.state.update
+        metrics = self.validate()
+        stop = self._early_stop(metrics)
+        logger.record(
+            {
+                "update": update,
+                "epoch": self.state.position.epoch,
+                "split": "valid",
+                **metrics,
+                "elapsed_s": time.perf_counter() - run_start,
+            }
+        )
+        log.info("update %d: %s", update, ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()))
+        if stop:
+            self.state.stop_reason = "early_stop"
+            log.info(
+                "early stop: %s did not improve for %d validations",
+                self.train_cfg.early_stop_metric,
+                self.train_cfg.patience,
+            )
+        return metrics
+
 
 def train(
     config: RunConfig,
     outdir: str | Path,
     validation_hook: ValidationHook | None = None,
 ) -> TrainResult:
-    """Train (or resume training) as configured; returns when max_updates/max_epochs/patience ends it."""
-    info = init_distributed(config.train.device)
+    """Train (or resume training) as configured; returns when max_updates/max_epochs/patience ends it.
+
+    The whole run as the ``train`` command runs it: :func:`setup_process` once (threads, allocator,
+    kernel caches, process group), the :class:`Trainer`, then leaving the process group.
+    """
+    info = setup_process(config.train)
     try:
         return Trainer(config, outdir, validation_hook, info).train()
     finally:

@@ -461,8 +461,7 @@ def feature_models(config_file: str) -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize(
-    "config_file",
-    ["experiments/libovicky2018.yaml", "experiments/multi30k_libovicky2018.yaml", "config.yaml"],
+    "config_file", ["experiments/libovicky2018.yaml", "experiments/multi30k_libovicky2018.yaml"]
 )
 def test_configs_build_the_papers_image_encoder_a_projection_with_no_layer_norm(config_file):
     """§4.1: "a linear projection into 512 dimensions" (Neural Monkey's SpatialFiller): W f + b and
@@ -479,16 +478,24 @@ def test_configs_build_the_papers_image_encoder_a_projection_with_no_layer_norm(
             assert (channels, d_model) == (2048, 512), label  # ResNet-50's last block -> 512
 
 
-def test_only_the_offline_demo_standardises_its_untrained_features():
-    """The paper's configs feed the ImageNet ResNet's raw features to the projection; the demo's
-    untrained ResNet standardises them at extraction (a deviation its Table 1 lists)."""
+def test_the_offline_demo_normalises_its_untrained_features_with_the_labelled_option():
+    """The paper's configs feed the ImageNet ResNet's raw features to the paper's projection; the
+    demo's untrained ResNet needs the LayerNorm option after it (a deviation its Table 1 lists), and
+    nothing standardises features unless asked."""
     from nmtvariants.studies.libovicky2018_plan import IMAGE_DEFAULTS
 
     demo = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["image_features"]
     paper = yaml.safe_load((ROOT / "experiments/libovicky2018.yaml").read_text(encoding="utf-8"))
     assert IMAGE_DEFAULTS["standardise"] is False
     assert paper["image_features"].get("standardise", False) is False
-    assert demo["weights"] == "random" and demo["standardise"] is True
+    assert demo["weights"] == "random" and not demo.get("standardise", False)
+    built = feature_models("config.yaml")
+    assert len(built) == 4
+    for label, model in built:
+        encoder = model.feature_encoder
+        assert any(isinstance(m, torch.nn.LayerNorm) for m in encoder.modules()), label
+        channels, d_model = encoder.channels, model.cfg.d_model
+        assert sum(p.numel() for p in encoder.parameters()) == channels * d_model + 3 * d_model, label
 
 
 @pytest.mark.parametrize(
@@ -497,7 +504,7 @@ def test_only_the_offline_demo_standardises_its_untrained_features():
         (
             "config.yaml",
             "table1_mmt",
-            ["nltk_meteor", "toyworld", "untrained_image_features", "standardised_image_features"],
+            ["nltk_meteor", "toyworld", "untrained_image_features", "image_layer_norm"],
         ),
         ("config.yaml", "table2_multisource", ["nltk_meteor", "toyworld"]),
         ("experiments/libovicky2018.yaml", "table1_mmt", ["nltk_meteor"]),

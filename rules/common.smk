@@ -46,10 +46,11 @@ SHARED_BPE = shared_bpe_languages(CORPORA)
 SHARED_LANGS = sorted({lang for langs in SHARED_BPE.values() for lang in langs})
 # Which METEOR `evaluate` computes: Meteor 1.5 from the user's release, else NLTK's with the
 # configured WordNet (both checked before the first job: nmtvariants.resources).
+METEOR = config.get("meteor", {})
 METEOR_ARGS = (
-    ["--meteor-home", config["meteor"]["home"]]
-    if config["meteor"]["home"]
-    else ["--wordnet", config["meteor"]["wordnet"]]
+    ["--meteor-home", METEOR["home"]]
+    if METEOR.get("home")
+    else ["--wordnet", METEOR["wordnet"]] if METEOR.get("wordnet") else []
 )
 
 

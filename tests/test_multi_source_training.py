@@ -158,7 +158,7 @@ def test_multi30k_config_plans_the_baseline_and_the_four_strategies_with_de_and_
     assert result.returncode == 0, result.stdout + result.stderr
     jobs = dry_run_jobs(result.stdout)
     rules = Counter(job["rule"] for job in jobs)
-    assert rules["train"] == 5 and rules["libovicky2018_table"] == 1
+    assert rules["train"] == 3 * 5 and rules["libovicky2018_table"] == 1  # seeds: [1, 2, 3]
     made = {job["output"]: job["input"] for job in jobs if job["rule"] == "libovicky2018_source"}
     splits = ("train", "valid", "test_2016_flickr", "test_2018_flickr")
     assert made == {
@@ -175,14 +175,15 @@ def test_multi30k_config_plans_the_baseline_and_the_four_strategies_with_de_and_
     vocab = "data/multi30k/en-cs/bpe/vocab.txt"
     assert all(vocab in job["input"].split(", ") for job in jobs if job["rule"] == "train")
     # 4 strategies x 3 randomised languages (en, de, fr) x 3 seeds x 2 test sets
-    assert rules["libovicky2018_translate"] == 4 * 3 * 3 * 2
+    assert rules["libovicky2018_translate"] == 3 * (4 * 3 * 3 * 2)  # per training seed (seeds: [1, 2, 3])
     (table,) = [job for job in jobs if job["rule"] == "libovicky2018_table"]
     for testset in ("test_2016_flickr", "test_2018_flickr"):
         labels = [f"en-cs:{testset}={name}" for name in ["single-source baseline", *STRATEGIES]]
         assert all(label in table["shell"] for label in labels), labels
-    assert table["shell"].count("--adversarial") == 2 * 4  # every strategy row, no baseline row
+    # every strategy row and training seed, no baseline row
+    assert table["shell"].count("--adversarial") == 3 * 2 * 4
     trains = [job["shell"] for job in jobs if job["rule"] == "train"]
-    assert sum("en-cs/inputs/train.src_de" in s and "en-cs/inputs/train.src_fr" in s for s in trains) == 4
+    assert sum("en-cs/inputs/train.src_de" in s and "en-cs/inputs/train.src_fr" in s for s in trains) == 3 * 4
 
 
 def scores(path: Path, bleu: float, meteor: float, ref: Path) -> Path:
@@ -224,9 +225,12 @@ def test_table2_has_one_row_per_strategy_with_each_language_deranged(tmp_path):
     command = ["libovicky2018-table", "--table", "table2_multisource", *args]
     assert main([*command, "--title", "Table 2", "--notes", "toy", "--output", str(out)]) == 0
     frame = pd.read_csv(out.with_suffix(".csv"))
-    assert list(frame.columns)[5:] == [
-        f"{name} ({lang})" for lang in ("en", "de", "fr") for name in ("adv. BLEU", "±", "seeds")
+    columns = ["system", "BLEU", "METEOR (NLTK, English resources)"] + [
+        f"{name} ({lang})"
+        for lang in ("en", "de", "fr")
+        for name in ("adv. BLEU", "derangement sd", "derangements")
     ]
-    shown = frame.drop(columns=["pair", "test set"])
+    assert set(columns) <= set(frame.columns)
+    shown = frame[columns]
     rows = shown.astype(object).where(shown.notna(), None).values.tolist()
     assert rows == [[pytest.approx(v) if isinstance(v, float) else v for v in row] for row in expected]

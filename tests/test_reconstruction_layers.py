@@ -219,7 +219,9 @@ def test_the_target_mask_stops_the_probe_from_copying(setup):
         ]
         copying = train_reconstruction_probe(*parts, REVERSE_VOCAB, False, config)["test"]
     assert masked["name"] == name
-    assert copying["perplexity"] < 1.4 and copying["accuracy"] > 0.9
+    # near 1 against the masked probe's > 6: under 1.4 on the Intel machine the test was written on,
+    # 1.41 on an AMD EPYC (2026-11-25, the same code: its kernels sum in another order)
+    assert copying["perplexity"] < 1.5 and copying["accuracy"] > 0.9
     assert masked["perplexity"] > 6.0 and masked["accuracy"] < 0.3
 
 

@@ -74,7 +74,9 @@ def snakemake_env(cluster: SlurmCluster | None, workdir: Path) -> dict[str, str]
     return cluster.env(base) if cluster else base
 
 
-def run(args: list[str], workdir: Path, env: dict[str, str], timeout: float = 600) -> str:
+# A guard against a hung cluster, not a speed check: on a loaded 2-core AMD EPYC (2026-11-25) the 42
+# SLURM jobs of the toy run took over 600 s (about 20 s a job for sbatch, squeue polls and start-up).
+def run(args: list[str], workdir: Path, env: dict[str, str], timeout: float = 1500) -> str:
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", *args],
         cwd=workdir,

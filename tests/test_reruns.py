@@ -255,3 +255,24 @@ def test_snakemake_html_report_collects_the_tables_and_the_report(workflow):
     for name in ("data_statistics.md", "report.md", "Tables", "Report"):
         assert name in html, name
     assert "sacreBLEU signature, config hash, git commit" in html  # workflow/report/workflow.rst
+
+
+def test_linking_a_corpus_input_per_pair_leaves_what_was_built_from_it_current(workflow):
+    """The per-pair image features are links to the corpus's one extraction. Snakemake touches every
+    finished job's outputs; through a hard link that touch reached the corpus file and made the
+    deranged index built from it out of date, so `make demo` left work behind (CI, 2026-11-25).
+    Built here in the order that showed it: the derangement first, the pair's link last."""
+    features = workflow.root / "data" / "toyworld" / "features"
+    for path in features.glob("test.resnet.*"):
+        path.unlink()
+    (workflow.root / "data" / "toyworld" / "image_splits" / "test.txt").unlink()  # real scenes, not empty files
+    link = "data/toyworld/en-de/inputs/test.resnet.npy"
+    deranged = "data/toyworld/en-de/adversarial/test.image.seed1.index"
+    for name in (link, deranged):
+        (workflow.root / name).unlink()
+    workflow.run("--cores", "1", deranged)
+    before = (features / "test.resnet.npy").stat().st_mtime_ns
+    workflow.run("--cores", "1", link)
+    assert (features / "test.resnet.npy").stat().st_mtime_ns == before
+    assert (workflow.root / link).resolve() == (features / "test.resnet.npy").resolve()
+    assert workflow.planned(link, deranged) == {}

@@ -11,7 +11,7 @@
 # Inputs, written under data/<corpus>/<pair>/inputs/:
 # * <split>.resnet.npy: the split's images through the ResNet of `image_features` (toyworld: its
 #   rendered PNGs; downloaded corpora: the user's images under image_features.images), extracted once
-#   per corpus (data/<corpus>/features/) and hard-linked per pair;
+#   per corpus (data/<corpus>/features/) and symbolically linked per pair;
 # * <split>.src_<lang>: a further source language, the pair's bpe/<split>.<lang>: the pair's joint BPE is
 #   learned on every language of a multi-source run (corpora.<c>.preprocess.bpe.shared_with, e.g.
 #   {en-cs: [de, fr]}), one sub-word vocabulary as in the paper, and each further language follows the
@@ -93,8 +93,10 @@ rule libovicky2018_pair_features:
         mem_mb=500,
         runtime=10,
     shell:
-        # one extraction per corpus, shared by its pairs (a hard link: no copy of the grid)
-        "ln -f {input:q} {output:q} 2> {log:q}"
+        # one extraction per corpus, shared by its pairs: a relative symbolic link, no copy of the grid.
+        # Not a hard link: Snakemake touches a finished job's outputs, and through a hard link that
+        # touch reaches the corpus file and makes everything built from it out of date.
+        "ln -sfr {input:q} {output:q} 2> {log:q}"
 
 
 # --- inputs: further source languages ---------------------------------------------------------------
@@ -116,8 +118,9 @@ rule libovicky2018_source:
         mem_mb=500,
         runtime=10,
     shell:
-        # the input name every study reads further sources under (config.input_files): a hard link
-        "ln -f {input:q} {output:q} 2> {log:q}"
+        # the input name every study reads further sources under (config.input_files): a relative
+        # symbolic link (see libovicky2018_pair_features for why not a hard link)
+        "ln -sfr {input:q} {output:q} 2> {log:q}"
 
 
 # --- the Europarl 5-way corpus (ES, FR, DE, CS with English as the pivot) ---------------------------

@@ -265,7 +265,8 @@ def test_linking_a_corpus_input_per_pair_leaves_what_was_built_from_it_current(w
     features = workflow.root / "data" / "toyworld" / "features"
     for path in features.glob("test.resnet.*"):
         path.unlink()
-    (workflow.root / "data" / "toyworld" / "image_splits" / "test.txt").unlink()  # real scenes, not empty files
+    # the scenes and their list for real, not the empty files of the template
+    (workflow.root / "data" / "toyworld" / "image_splits" / "test.txt").unlink()
     link = "data/toyworld/en-de/inputs/test.resnet.npy"
     deranged = "data/toyworld/en-de/adversarial/test.image.seed1.index"
     for name in (link, deranged):

@@ -15,7 +15,7 @@ CORES ?= all
 DEMO_PACKAGES := wordnet-base wordnet-sense-index
 TEST_PACKAGES := $(DEMO_PACKAGES) liblingua-translit-perl $(if $(shell command -v javac),,default-jdk-headless)
 
-.PHONY: demo test lint lock sync clean-results install demo-system-deps test-system-deps
+.PHONY: demo test test-all lint lock sync clean-results install demo-system-deps test-system-deps
 
 install: sync
 
@@ -61,13 +61,20 @@ test-system-deps:
 	$(call install_debian,$(TEST_PACKAGES),test)
 
 # System packages first: a user without them is told within seconds, before the venv is built.
+# The greedy scheduler: the default ILP one kept a quarter of a core busy choosing among the demo's
+# 367 jobs for 2 cores (benchmarks/results/demo_jobs.md).
 demo: demo-system-deps sync
 	$(BIN)/nmtvariants check-resources config.yaml
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --configfile config.yaml
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --scheduler greedy --configfile config.yaml
 
-# The whole suite, long tests included (plain `pytest` runs the fast ones only).
+# The fast tests (pytest's default selection), one worker per core, a test file per worker (its
+# module fixtures are built once); `test-all` adds the long ones (-m slow).
+TEST_WORKERS ?= auto
 test: test-system-deps sync
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m "slow or not slow" --durations=15
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+
+test-all: test-system-deps sync
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "slow or not slow" --durations=15
 
 # The linters' versions are pinned in pyproject.toml (dev extra); CI runs this before the tests.
 lint: sync

@@ -21,6 +21,7 @@ import sacrebleu
 from toy_workflow import TARGET, run_snakemake, toy_config, workflow_copy
 
 from nmtvariants.fileio import read_lines
+from nmtvariants.training.plateau import plateau_record
 
 pytestmark = pytest.mark.slow
 
@@ -169,5 +170,9 @@ def test_report_sections_and_content(run: SimpleNamespace) -> None:
     )
     runs_section = report.split("## Training runs")[1].split("\n## ")[0]
     updates = run.config["experiments"]["baseline"]["train"]["max_updates"]
-    assert f"| runs/{run.run_dir.name} | {updates} | max_updates | `{run.commit}` |" in runs_section
+    row = next(line for line in runs_section.splitlines() if line.startswith(f"| runs/{run.run_dir.name} |"))
+    assert row.startswith(f"| runs/{run.run_dir.name} | {updates} | max_updates | ")
+    assert row.endswith(f" | `{run.commit}` |")
+    plateau = json.loads((run.run_dir / "run.json").read_text(encoding="utf-8"))["plateau"]
+    assert plateau == plateau_record(run.run_dir / "train_log.csv")  # what the report's cells show
     assert "sacreBLEU signature: none" not in report.split("## Data statistics")[0]

@@ -37,7 +37,7 @@ SECOND_STUDY = {
                 "lr_scale": 2.0,
                 "save_every": 100,
                 "keep_last": 5,
-                "valid_every": 200,
+                "valid_every": 80,
             },
             "average_last": 3,
             "resources": {"threads": 2, "mem_mb": 4000, "runtime": 60, "gpus": 0},

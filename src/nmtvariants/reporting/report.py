@@ -35,6 +35,7 @@ from nmtvariants.provenance import UNKNOWN, describe, git_state
 from nmtvariants.reporting.figures import PNG_COMMIT_KEY
 from nmtvariants.reporting.results import collect_signatures, signature_lines
 from nmtvariants.reporting.tables import provenance_path
+from nmtvariants.training.plateau import PLATEAU_TOLERANCE, plateau_record
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +319,26 @@ def runs_by_system(config: dict[str, Any], runs: dict[str, dict[str, Any]]) -> d
     return linked
 
 
+def plateau_cells(run: dict[str, Any]) -> str:
+    """The valid ppl, last-fifth change and plateau cells of a run: from its ``run.json``, or from the
+    ``train_log.csv`` beside it for a run trained before run.json recorded them."""
+    record = run.get("plateau")
+    train_log = Path(run["path"]).with_name("train_log.csv")
+    if record is None and train_log.is_file():
+        try:
+            record = plateau_record(train_log)
+        except InputError:
+            record = None
+    if not record:
+        return "| | not recorded"
+    ppl, change, at = record["last_valid_ppl"], record["last_fifth_change"], record["at_plateau"]
+    return (
+        f"{'' if ppl is None else f'{ppl:.3f}'} | "
+        f"{'no validation before it' if change is None else f'{change:.1%}'} | "
+        f"{'unknown' if at is None else 'yes' if at else 'no'}"
+    )
+
+
 def link(path: Path, out_dir: Path) -> str:
     return Path(os.path.relpath(path, out_dir)).as_posix()
 
@@ -398,11 +419,18 @@ def build_report(
         lines.append("No table was built from score files with a sacreBLEU signature.")
     lines += ["", "## Training runs", ""]
     if runs:
-        lines += ["| run | updates | stop | commit |", "|---|---|---|---|"]
+        lines += [
+            "A run is at its plateau when its validation perplexity changed by less than "
+            f"{PLATEAU_TOLERANCE:.0%} over the last fifth of its updates; a comparison of runs that are "
+            "not ranks how fast they start learning, not which is better.",
+            "",
+            "| run | updates | stop | valid ppl | change over the last fifth | at plateau | commit |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for system, run in runs.items():
             lines.append(
                 f"| {system} | {run.get('updates', '')} | {run.get('stop_reason', '')} | "
-                f"`{describe(run.get('provenance'))}` |"
+                f"{plateau_cells(run)} | `{describe(run.get('provenance'))}` |"
             )
     else:
         lines.append("No training runs (models/**/run.json).")

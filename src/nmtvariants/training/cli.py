@@ -131,10 +131,13 @@ def run_train(args: argparse.Namespace) -> None:
 
 def write_run_summary(outdir: Path, result) -> None:
     """``run.json`` beside the model: where, how far and with which code (commit, dirty flag) it
-    trained; the report cites the hardware and the commit."""
+    trained, and whether its validation perplexity levelled off; the report cites all three."""
     from nmtvariants.evaluation.results import write_json
     from nmtvariants.provenance import provenance
     from nmtvariants.reporting.report import hardware_info
+    from nmtvariants.training.plateau import plateau_record
+
+    train_log = Path(outdir) / "train_log.csv"
 
     write_json(
         Path(outdir) / "run.json",
@@ -143,6 +146,7 @@ def write_run_summary(outdir: Path, result) -> None:
             "stop_reason": result.stop_reason,
             "best": result.best,
             "last_valid": result.last_valid,
+            "plateau": plateau_record(train_log) if train_log.is_file() else None,
             "processes": int(os.environ.get("WORLD_SIZE", "1")),
             "hardware": hardware_info(),
             "provenance": provenance(),

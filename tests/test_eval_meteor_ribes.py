@@ -44,6 +44,22 @@ def test_meteor_uses_synonyms_as_in_the_feasibility_trial(nltk_dir: Path) -> Non
     assert meteor(["a b c d"], [["a b c d"]], "en", data_dir=nltk_dir)["score"] > 99
 
 
+def test_the_reader_without_the_omw_map_scores_as_nltks_own_reader(nltk_dir: Path) -> None:
+    """The skipped 3.0 -> loaded-version map is for the Open Multilingual Wordnet only: NLTK's stock
+    reader gives the same synonyms and the same METEOR."""
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    from nltk.translate.meteor_score import meteor_score
+
+    ours = load_wordnet(nltk_dir)
+    stock = WordNetCorpusReader(str(nltk_dir / "corpora" / "wordnet"), None)
+    assert ours.map30 is None and stock.map30 is not None  # the stock reader built the map
+    for word in ("dog", "big", "run", "large", "bank", "left"):
+        assert [s.name() for s in ours.synsets(word)] == [s.name() for s in stock.synsets(word)]
+    hyp = ["the", "big", "dog", "ran", "to", "the", "bank"]
+    ref = ["a", "large", "hound", "runs", "to", "the", "shore"]
+    assert meteor_score([ref], hyp, wordnet=ours) == meteor_score([ref], hyp, wordnet=stock)
+
+
 def test_meteor_corpus_score_is_the_mean_of_sentence_scores(nltk_dir: Path) -> None:
     hyps, refs = ["the dog is big", "the dog is big"], [["the hound is large", "the cat is tiny"]]
     corpus = meteor(hyps, refs, "en", data_dir=nltk_dir)["score"]

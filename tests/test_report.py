@@ -303,7 +303,9 @@ def test_each_table_shows_its_own_commits_not_the_report_commit(run_dir):
     assert f"- computed by commit `{run_dir.commit_b}` (the job that wrote the table)" in stats
     trained = describe_commit(code_provenance())
     assert f"- models trained by commit `{trained}`" in agree
-    runs = [line for line in section(text, "Training runs").splitlines() if line.startswith(f"| {run_folder()} |")]
+    runs = [
+        line for line in section(text, "Training runs").splitlines() if line.startswith(f"| {run_folder()} |")
+    ]
     assert len(runs) == 1 and runs[0].startswith(f"| {run_folder()} | 5 | max_updates | ")
     assert runs[0].endswith(f" | `{trained}` |")
     hardware = section(text, "Hardware").splitlines()

@@ -62,3 +62,28 @@ def test_a_missing_or_damaged_log_names_the_file_and_what_to_do(tmp_path):
         csv.writer(handle, lineterminator="\n").writerows(rows)
     with pytest.raises(InputError, match=rf"train_log.csv:{damaged + 1}: update/valid_ppl are not numbers"):
         valid_curve(log)
+
+
+def test_each_table_in_the_report_says_how_many_of_its_models_reached_their_plateau(tmp_path):
+    from nmtvariants.reporting.report import plateau_line
+
+    def run(name: str, valid: list[tuple[int, float]] | None) -> dict:
+        folder = tmp_path / name
+        folder.mkdir()
+        if valid is not None:
+            write_log(folder, valid)
+        return {"path": folder / "run.json"}  # run.json without a plateau record: read from the log
+
+    runs = {
+        "toy/en-de/baseline": run("a", [(320, 2.0), (400, 1.99)]),
+        "toy/en-de/pascal": run("b", [(320, 3.0), (400, 2.0)]),
+        "toy/en-de/lisa": run("c", None),
+    }
+    sources = [{"system": system} for system in [*runs, "toy/en-de/baseline", "untrained"]]
+    line = plateau_line(sources, runs)
+    assert line is not None and line.startswith("- **training: 1 of 3 models at their plateau**")
+    assert line.endswith("; still learning: toy/en-de/pascal; not known: toy/en-de/lisa")
+    assert plateau_line(sources[:1], runs) == (
+        "- training: every model of the table (1) at its plateau (Training runs)"
+    )
+    assert plateau_line([{"system": "untrained"}], runs) is None

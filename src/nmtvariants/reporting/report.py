@@ -234,6 +234,30 @@ def run_commits(sources: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) 
     return groups
 
 
+def plateau_line(sources: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> str | None:
+    """How many of a table's trained systems reached their plateau (see Training runs); None when no
+    input names a system with a run record."""
+    named = dict.fromkeys(str(source["system"]) for source in sources if source.get("system"))
+    systems = [system for system in named if system in runs]
+    if not systems:
+        return None
+    states = {system: (run_plateau(runs[system]) or {}).get("at_plateau") for system in systems}
+    at = sum(state is True for state in states.values())
+    if at == len(systems):
+        return f"- training: every model of the table ({at}) at its plateau (Training runs)"
+    learning = [system for system, state in states.items() if state is False]
+    unknown = [system for system, state in states.items() if state is None]
+    line = (
+        f"- **training: {at} of {len(systems)} models at their plateau**: differences between rows whose "
+        "models still learn may rank how fast each starts, not which is better (Training runs)"
+    )
+    if learning:
+        line += f"; still learning: {', '.join(learning)}"
+    if unknown:
+        line += f"; not known: {', '.join(unknown)}"
+    return line
+
+
 def provenance_lines(record: dict[str, Any] | None, runs: dict[str, dict[str, Any]]) -> list[str]:
     """Markdown bullets for one table: the commits that computed it and its sacreBLEU signatures."""
     if record is None:
@@ -262,6 +286,9 @@ def provenance_lines(record: dict[str, Any] | None, runs: dict[str, dict[str, An
     elif trained:
         lines.append("- **models trained by different commits**:")
         lines += [f"  - `{commit}`: {', '.join(systems)}" for commit, systems in trained.items()]
+    plateau = plateau_line(sources, runs)
+    if plateau:
+        lines.append(plateau)
     signatures = collect_signatures(
         {str(s.get("path")): s["signatures"] for s in sources if isinstance(s.get("signatures"), dict)}
     )
@@ -319,9 +346,9 @@ def runs_by_system(config: dict[str, Any], runs: dict[str, dict[str, Any]]) -> d
     return linked
 
 
-def plateau_cells(run: dict[str, Any]) -> str:
-    """The valid ppl, last-fifth change and plateau cells of a run: from its ``run.json``, or from the
-    ``train_log.csv`` beside it for a run trained before run.json recorded them."""
+def run_plateau(run: dict[str, Any]) -> dict[str, Any] | None:
+    """A run's plateau record: from its ``run.json``, or from the ``train_log.csv`` beside it for a
+    run trained before run.json recorded it; None when neither says."""
     record = run.get("plateau")
     train_log = Path(run["path"]).with_name("train_log.csv")
     if record is None and train_log.is_file():
@@ -329,6 +356,12 @@ def plateau_cells(run: dict[str, Any]) -> str:
             record = plateau_record(train_log)
         except InputError:
             record = None
+    return record or None
+
+
+def plateau_cells(run: dict[str, Any]) -> str:
+    """The valid ppl, last-fifth change and plateau cells of a run's row in Training runs."""
+    record = run_plateau(run)
     if not record:
         return "| | not recorded"
     ppl, change, at = record["last_valid_ppl"], record["last_fifth_change"], record["at_plateau"]

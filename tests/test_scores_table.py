@@ -94,6 +94,7 @@ def test_markdown_shows_title_rounded_values_and_one_signature_per_metric(table)
     text = md.read_text(encoding="utf-8")
     assert text.startswith("# Toy: quality\n")
     assert "1 seed (1234)" in text and "±" not in text
+    assert "a significance mark tests the sampling of test sentences only" in text
     bleu = sacrebleu.corpus_bleu(SYSTEMS["toy/en-de/shortcuts"], [REFERENCE]).score
     row = next(line for line in text.splitlines() if "| shortcuts" in line)
     assert f"{bleu:.2f}" in row

@@ -59,7 +59,8 @@ def seeds_note(seeds: Sequence[object]) -> str:
     if len(seeds) == 1:
         return (
             f"1 seed ({listed}): every score is a single training run; no standard deviation over seeds "
-            "can be given (train with `seeds: [...]` for one)."
+            "can be given, and a significance mark tests the sampling of test sentences only, not the "
+            "variation between training seeds (train with `seeds: [...]` for both)."
         )
     return (
         f"Mean ± sample standard deviation over {len(seeds)} seeds ({listed}); n is the number of seeds "

@@ -6,9 +6,11 @@ seconds are the difference (one-second resolution); a rule's total is the sum ov
 ``--cores 2`` two jobs overlap, so the totals add up to about twice the wall time: they say which
 rules cost the run's cores, the question for the demo's budget.
 
-    python benchmarks/demo_jobs.py .snakemake/log/<run>.snakemake.log --output benchmarks/results/demo_jobs
+    python benchmarks/demo_jobs.py before=<a>.snakemake.log after=<b>.snakemake.log \\
+        --output benchmarks/results/demo_jobs
 
-writes ``demo_jobs.json`` and ``demo_jobs.md`` (rules by total seconds, with counts and means).
+writes ``demo_jobs.json`` and ``demo_jobs.md``: each log's jobs and job seconds per rule side by side,
+and the ratio of the last log's seconds to the first's.
 """
 
 from __future__ import annotations
@@ -51,45 +53,69 @@ def job_seconds(log: str) -> tuple[dict[str, list[float]], float]:
     return dict(seconds), span
 
 
-def summary_rows(seconds: dict[str, list[float]]) -> list[dict[str, float | int | str]]:
-    rows = [
-        {"rule": rule, "jobs": len(values), "total_s": sum(values), "mean_s": sum(values) / len(values)}
-        for rule, values in seconds.items()
-        if rule != "all"
-    ]
-    return sorted(rows, key=lambda row: -float(row["total_s"]))
+def rule_totals(seconds: dict[str, list[float]]) -> dict[str, tuple[int, float]]:
+    """Rule -> (jobs, total job seconds), without the target rule ``all``."""
+    return {rule: (len(values), sum(values)) for rule, values in seconds.items() if rule != "all"}
 
 
-def markdown(rows: list[dict[str, float | int | str]], span: float, source: str) -> str:
-    total = sum(float(row["total_s"]) for row in rows)
-    lines = [
-        f"Job seconds per rule of `{source}` (wall span {span / 60:.1f} min; job seconds add up to "
-        f"{total / 60:.1f} min over the run's cores).",
-        "",
-        "| rule | jobs | total s | share | mean s |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for row in rows:
-        share = float(row["total_s"]) / total if total else 0.0
-        lines.append(
-            f"| {row['rule']} | {row['jobs']} | {float(row['total_s']):.0f} | {share:.0%} | "
-            f"{float(row['mean_s']):.1f} |"
+def markdown(runs: dict[str, tuple[dict[str, tuple[int, float]], float]]) -> str:
+    """One column pair (jobs, seconds) per log, rules by the first log's seconds; with two logs or
+    more, the ratio of the last log's seconds to the first's."""
+    labels = list(runs)
+    first = runs[labels[0]][0]
+    rules = sorted(
+        {rule for totals, _ in runs.values() for rule in totals}, key=lambda r: -first.get(r, (0, 0))[1]
+    )
+    header = "| rule | " + " | ".join(f"{label}: jobs | {label}: job s" for label in labels)
+    header += " | last / first |" if len(labels) > 1 else " |"
+    lines = [header, "|---" * (1 + 2 * len(labels) + (len(labels) > 1)) + "|"]
+    for rule in rules:
+        cells = []
+        for label in labels:
+            jobs, total = runs[label][0].get(rule, (0, 0.0))
+            cells += [str(jobs), f"{total:.0f}"]
+        row = f"| {rule} | " + " | ".join(cells)
+        if len(labels) > 1:
+            a, b = first.get(rule, (0, 0.0))[1], runs[labels[-1]][0].get(rule, (0, 0.0))[1]
+            row += f" | {b / a:.2f}" if a else " | -"
+        lines.append(row + " |")
+    sums = []
+    for label in labels:
+        totals, span = runs[label]
+        job_minutes = sum(total for _, total in totals.values()) / 60
+        sums.append(
+            f"- {label}: wall span {span / 60:.1f} min; job seconds {job_minutes:.1f} min over the run's "
+            f"cores; {sum(jobs for jobs, _ in totals.values())} jobs"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*sums, "", *lines]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("log", type=Path, help="a Snakemake log (.snakemake/log/*.snakemake.log)")
+    parser.add_argument(
+        "logs",
+        nargs="+",
+        help="LABEL=PATH of a Snakemake log (.snakemake/log/*.snakemake.log), first the reference",
+    )
     parser.add_argument("--output", type=Path, required=True, help="prefix of the .json and .md written")
     args = parser.parse_args(argv)
-    seconds, span = job_seconds(args.log.read_text(encoding="utf-8"))
-    rows = summary_rows(seconds)
+    runs = {}
+    for item in args.logs:
+        label, _, path = item.rpartition("=")
+        seconds, span = job_seconds(Path(path).read_text(encoding="utf-8"))
+        runs[label or Path(path).name] = (rule_totals(seconds), span)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    record = {"log": args.log.name, "wall_span_s": span, "rules": rows}
+    record = {
+        label: {
+            "wall_span_s": span,
+            "rules": {rule: {"jobs": j, "job_s": t} for rule, (j, t) in totals.items()},
+        }
+        for label, (totals, span) in runs.items()
+    }
     args.output.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    args.output.with_suffix(".md").write_text(markdown(rows, span, args.log.name), encoding="utf-8")
-    print(markdown(rows, span, args.log.name))
+    text = markdown(runs)
+    args.output.with_suffix(".md").write_text(text, encoding="utf-8")
+    print(text)
     return 0
 
 

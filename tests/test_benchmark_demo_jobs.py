@@ -1,0 +1,51 @@
+"""benchmarks/demo_jobs.py: job seconds per rule from a Snakemake log, against stamps worked by hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import demo_jobs  # noqa: E402
+
+# Two jobs overlap (2 cores): train from 10:00:00 to 10:01:40, tokenize from 10:00:05 to 10:00:07.
+LOG = """\
+Building DAG of jobs...
+[Thu Nov 26 10:00:00 2026]
+localrule train:
+    output: models/runs/a/final.pt
+    jobid: 3
+[Thu Nov 26 10:00:05 2026]
+rule tokenize:
+    jobid: 7
+[Thu Nov 26 10:00:07 2026]
+Finished jobid: 7 (Rule: tokenize)
+[Thu Nov 26 10:01:40 2026]
+Finished jobid: 3 (Rule: train)
+[Thu Nov 26 10:01:41 2026]
+localrule all:
+    jobid: 0
+[Thu Nov 26 10:01:41 2026]
+Finished jobid: 0 (Rule: all)
+"""
+
+
+def test_job_seconds_pair_each_finish_with_its_start():
+    seconds, span = demo_jobs.job_seconds(LOG)
+    assert seconds == {"train": [100.0], "tokenize": [2.0], "all": [0.0]}
+    assert span == 101.0
+    assert demo_jobs.rule_totals(seconds) == {"train": (1, 100.0), "tokenize": (1, 2.0)}
+
+
+def test_two_logs_side_by_side_with_the_ratio(tmp_path):
+    before, after = tmp_path / "before.log", tmp_path / "after.log"
+    before.write_text(LOG, encoding="utf-8")
+    after.write_text(LOG.replace("10:01:40", "10:00:50"), encoding="utf-8")
+    assert demo_jobs.main([f"before={before}", f"after={after}", "--output", str(tmp_path / "out")]) == 0
+    table = (tmp_path / "out.md").read_text(encoding="utf-8")
+    assert "| train | 1 | 100 | 1 | 50 | 0.50 |" in table
+    assert "| tokenize | 1 | 2 | 1 | 2 | 1.00 |" in table
+    record = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert record["after"]["rules"]["train"] == {"jobs": 1, "job_s": 50.0}

@@ -169,3 +169,23 @@ def _seeds_by_system(settings: list[dict]) -> dict[str, list[int]]:
     for one in settings:
         grouped[without_seed(one)].append(one["train"]["seed"])
     return grouped
+
+
+def test_the_multi30k_study_configs_train_every_model_for_the_same_updates_with_three_seeds():
+    """Equal updates, not a wall-clock budget (which compared training speed), and three replicas of
+    every run: one update count for the corpus, the same in each study's config."""
+    updates = set()
+    for paper in PAPERS:
+        config = load(REPO / "experiments" / f"multi30k_{paper}.yaml")
+        resolved = with_defaults(config, SCHEMA)
+        for name, spec in resolved["experiments"].items():
+            assert spec["seeds"] == SEEDS, (paper, name)
+            assert spec["train"].get("max_minutes") is None, (paper, name)
+            updates.add(spec["train"]["max_updates"])
+        runs = training_runs(resolved)
+        assert len(runs) == 3 * len(training_runs(with_defaults(without_seeds(config), SCHEMA))), paper
+        assert (
+            sorted(Counter(run.settings["train"]["seed"] for run in runs.values()).values())
+            == [len(runs) // 3] * 3
+        )
+    assert updates == {1200}

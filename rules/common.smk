@@ -484,7 +484,7 @@ def replica_hypotheses(wildcards, variant):
 
 
 def significance_replica_args(wildcards, input):
-    """`significance-replicas` options: --baseline FILE and --system FILE once per replica."""
+    """`significance` options: --baseline FILE and --system FILE once per replica."""
     return [
         word
         for option, files in (

@@ -111,6 +111,6 @@ rule significance:
         samples=SIGNIFICANCE_SAMPLES,
         seed=config["seed"],
     shell:
-        "nmtvariants significance-replicas {params.replicas:q} --ref {input.ref:q} -l {params.lang:q}"
+        "nmtvariants significance {params.replicas:q} --ref {input.ref:q} -l {params.lang:q}"
         " --metrics {params.metrics:q} --samples {params.samples:q} --seed {params.seed:q}"
         " --json {output:q} > {log:q} 2>&1"

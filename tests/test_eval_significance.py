@@ -93,35 +93,6 @@ def test_length_mismatch_is_an_input_error() -> None:
         paired_bootstrap(["a"], ["a", "b"], [["a", "b"]])
 
 
-def test_cli_significance(tmp_path: Path, systems: tuple[list[str], list[str], list[str]]) -> None:
-    refs, good, poor = systems
-    for name, lines in (("ref", refs), ("base", poor), ("sys", good)):
-        write_lines(tmp_path / name, lines)
-    out = tmp_path / "sig.json"
-    code = main(
-        [
-            "significance",
-            "--baseline",
-            str(tmp_path / "base"),
-            "--system",
-            str(tmp_path / "sys"),
-            "--ref",
-            str(tmp_path / "ref"),
-            "-l",
-            "de",
-            "--json",
-            str(out),
-            "--samples",
-            "200",
-        ]
-    )
-    assert code == 0
-    record = json.loads(out.read_text())
-    assert record["metrics"]["bleu"]["p_value"] < 0.05
-    assert record["systems"] == ["base", "sys"]
-    assert len(record["system_file"]["sha256"]) == 64
-
-
 def test_over_one_replica_each_the_replica_test_is_sacrebleus_paired_bootstrap(
     systems: tuple[list[str], list[str], list[str]],
 ) -> None:
@@ -168,7 +139,7 @@ def test_the_replicas_command_writes_the_test_over_every_seed(
         write_lines(tmp_path / name, lines)
     write_lines(tmp_path / "ref", refs)
     out = tmp_path / "sig.json"
-    args = ["significance-replicas", "--ref", str(tmp_path / "ref"), "-l", "de", "--samples", "120"]
+    args = ["significance", "--ref", str(tmp_path / "ref"), "-l", "de", "--samples", "120"]
     args += [word for name in ("b1", "b2") for word in ("--baseline", str(tmp_path / name))]
     args += [word for name in ("s1", "s2", "s3") for word in ("--system", str(tmp_path / name))]
     assert main([*args, "--seed", "5", "--json", str(out)]) == 0
@@ -182,3 +153,21 @@ def test_the_replicas_command_writes_the_test_over_every_seed(
         str(tmp_path / n) for n in ("s1", "s2", "s3")
     ]
     assert record["method"].startswith("paired bootstrap over sentences and replicas")
+
+
+def test_with_one_output_each_the_command_is_sacrebleus_paired_bootstrap(
+    tmp_path: Path, systems: tuple[list[str], list[str], list[str]]
+) -> None:
+    """One command for one run per system and for replicas: with one output each its p-value is
+    sacreBLEU's paired bootstrap's."""
+    refs, good, poor = (part[:60] for part in systems)
+    for name, lines in (("ref", refs), ("base", poor), ("sys", good)):
+        write_lines(tmp_path / name, lines)
+    out = tmp_path / "sig.json"
+    args = ["significance", "--baseline", str(tmp_path / "base"), "--system", str(tmp_path / "sys")]
+    args += ["--ref", str(tmp_path / "ref"), "-l", "de", "--samples", "200", "--json", str(out)]
+    assert main(args) == 0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    theirs = paired_bootstrap(poor, good, [refs], "de", n_samples=200)
+    assert record["metrics"]["bleu"]["p_value"] == theirs["metrics"]["bleu"]["p_value"] < 0.05
+    assert len(record["system_files"][0]["sha256"]) == 64

@@ -473,7 +473,7 @@ def test_the_bootstrap_table_equals_sacrebleus_own_paired_test(tmp_path, monkeyp
         write_lines(tmp_path / f"ref.{testset}", REFS[lines])
         result = tmp_path / f"lexical.{testset}.json"
         # one output each: the replica test is sacreBLEU's paired bootstrap, sample for sample
-        args = ["significance-replicas", "--baseline", str(tmp_path / f"baseline.{testset}.hyp")]
+        args = ["significance", "--baseline", str(tmp_path / f"baseline.{testset}.hyp")]
         args += [
             "--system",
             str(tmp_path / f"lexical.{testset}.hyp"),

@@ -1,6 +1,6 @@
 """The Emelin 2019 and Bugliarello 2020 tables over seeds: every replica of a system is read, rows give
 the mean ± sample sd over seeds with n, and the significance marks come from one test over sentences
-and every replica of both systems (the core rule `significance`, `nmtvariants significance-replicas`).
+and every replica of both systems (the core rule `significance`, `nmtvariants significance`).
 
 The expected numbers are computed here independently of the library: means and standard deviations
 with :mod:`statistics`, corpus BLEU with sacreBLEU itself, and the p-value by redoing the documented
@@ -56,7 +56,7 @@ def wildcards(job: dict[str, str]) -> dict[str, str]:
 def test_with_three_seeds_each_test_reads_three_outputs_of_both_systems(configfile, table, reference):
     jobs = significance_jobs(table, "--configfile", configfile)
     tests = [job for job in jobs if job["rule"] == "significance"]
-    assert tests and all("significance-replicas" in job["shell"] for job in tests)
+    assert tests and all("significance" in job["shell"] for job in tests)
     for job in tests:
         found = wildcards(job)
         folder = f"results/{found['experiment']}/{found['pair']}"
@@ -166,7 +166,7 @@ def replica_folder(variant: str, seed: int) -> str:
 @pytest.fixture
 def recorded(tmp_path: Path) -> dict:
     """Each replica's output, its score JSON (sacreBLEU of the output) and the replica test of lexical
-    against the baseline (`significance-replicas`, 100 samples, seed 7)."""
+    against the baseline (`significance`, 100 samples, seed 7)."""
     write_lines(tmp_path / "ref", REFS)
     hyps: dict[str, list[str]] = {}
     scores: dict[str, list[str]] = {}
@@ -188,7 +188,7 @@ def recorded(tmp_path: Path) -> dict:
             (folder / "test.scores.json").write_text(json.dumps(record), encoding="utf-8")
             scores.setdefault(variant, []).append(str(folder / "test.scores.json"))
     test = tmp_path / "lexical" / "test.significance.json"
-    args = ["significance-replicas", "--ref", str(tmp_path / "ref"), "-l", "de", "--metrics", "bleu"]
+    args = ["significance", "--ref", str(tmp_path / "ref"), "-l", "de", "--metrics", "bleu"]
     args += [word for path in hyps["baseline"] for word in ("--baseline", path)]
     args += [word for path in hyps["lexical"] for word in ("--system", path)]
     args += ["--samples", str(SAMPLES), "--seed", str(TEST_SEED), "--json", str(test)]

@@ -91,20 +91,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", type=Path, default=None, help="output CSV")
     p.set_defaults(func=run_adversarial_summary)
 
-    p = subparsers.add_parser("significance", help="paired bootstrap test of a system against a baseline")
-    p.add_argument("--baseline", type=Path, required=True)
-    p.add_argument("--system", type=Path, required=True)
-    p.add_argument("--ref", type=Path, action="append", required=True)
-    p.add_argument("-l", "--lang", default="", help="target language (picks the BLEU tokenizer)")
-    p.add_argument("--metrics", default="bleu", help="comma list of bleu,chrf,chrf++,ter (default bleu)")
-    p.add_argument("--samples", type=int, default=1000)
-    p.add_argument("--seed", type=int, default=12345)
-    p.add_argument("--json", type=Path, required=True)
-    p.set_defaults(func=run_significance)
-
     p = subparsers.add_parser(
-        "significance-replicas",
-        help="paired bootstrap over sentences and replicas (one output per seed) against a baseline",
+        "significance",
+        help="paired bootstrap of a system against a baseline over sentences and, with one output per "
+        "training seed, over replicas (one output each: sacreBLEU's paired bootstrap)",
     )
     p.add_argument(
         "--baseline", type=Path, action="append", required=True, help="one output per seed (repeat)"
@@ -116,7 +106,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--json", type=Path, required=True)
-    p.set_defaults(func=run_significance_replicas)
+    p.set_defaults(func=run_significance)
 
     p = subparsers.add_parser("bleu-by-length", help="BLEU per source-length bucket (PASCAL Figure 2)")
     p.add_argument("--src", type=Path, required=True, help="tokenised source (lengths = whitespace tokens)")
@@ -263,34 +253,6 @@ def run_adversarial_summary(args: argparse.Namespace) -> None:
 
 
 def run_significance(args: argparse.Namespace) -> None:
-    from nmtvariants.evaluation.inputs import read_hyp_refs, read_text
-    from nmtvariants.evaluation.results import file_record, write_json
-    from nmtvariants.evaluation.significance import paired_bootstrap
-
-    system, refs = read_hyp_refs(args.system, args.ref)
-    baseline = read_text(args.baseline)
-    result = paired_bootstrap(
-        baseline,
-        system,
-        refs,
-        args.lang,
-        _comma_list(args.metrics),
-        args.samples,
-        args.seed,
-        names=(args.baseline.name, args.system.name),
-    )
-    result["baseline_file"] = file_record(args.baseline)
-    result["system_file"] = file_record(args.system)
-    result["references"] = [file_record(ref) for ref in args.ref]
-    write_json(args.json, result)
-    for name, record in result["metrics"].items():
-        print(
-            f"{name}: {record['baseline']['score']:.2f} -> {record['system']['score']:.2f} "
-            f"(p = {record['p_value']:.4f})"
-        )
-
-
-def run_significance_replicas(args: argparse.Namespace) -> None:
     from nmtvariants.evaluation.inputs import read_text
     from nmtvariants.evaluation.results import file_record, write_json
     from nmtvariants.evaluation.significance import replica_bootstrap

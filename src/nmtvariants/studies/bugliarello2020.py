@@ -267,7 +267,7 @@ def _significance(path: PathLike | None) -> tuple[float | None, float | None]:
     document = _read_json(path)
     bleu = (document.get("metrics") or {}).get("bleu")
     if not isinstance(bleu, dict) or "p_value" not in bleu:
-        raise InputError(f"{path}: no BLEU p-value; run `nmtvariants significance-replicas --metrics bleu`")
+        raise InputError(f"{path}: no BLEU p-value; run `nmtvariants significance --metrics bleu`")
     return float(bleu["delta"]), float(bleu["p_value"])
 
 

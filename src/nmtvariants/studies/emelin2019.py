@@ -14,7 +14,7 @@ each system's mean ± sample sd over its replicas with ``n`` (:func:`bleu_replic
 bootstrap table reads the test over sentences and every replica of both systems.
 * Table 5 (:func:`params_speed_table`): parameters and training speed relative to the baseline.
 * The real-data comparison (:func:`bootstrap_table`): sacreBLEU and chrF per test set, each variant's
-  difference to the baseline and its paired-bootstrap p-value (from ``nmtvariants significance-replicas``).
+  difference to the baseline and its paired-bootstrap p-value (from ``nmtvariants significance``).
 * The probe breakdowns (:func:`probe_breakdown`), the figure curves (:func:`layer_curves`), the gate
   statistics (:func:`gate_table`) and ContraWSD accuracy (:func:`contrawsd_table`).
 
@@ -231,7 +231,7 @@ def bootstrap_table(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rows ``variant, testset, n`` and per metric its score (the mean over the replicas, with the
     sample sd over them), the difference to ``baseline`` and the p-value, from the JSONs of
-    ``nmtvariants significance-replicas`` (or, one output each, ``significance``) keyed by (variant,
+    ``nmtvariants significance`` keyed by (variant,
     test set); each holds the baseline's and the variant's scores on that test set. The baseline's rows
     come first (no difference, no p-value) and must agree across the variants' JSONs, which compare
     with the same baseline outputs. Returns the CSV frame and the markdown frame (``mean ± sd``)."""

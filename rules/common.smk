@@ -2,7 +2,6 @@ import re
 from pathlib import Path
 
 from nmtvariants.config import (
-    bpe_folder,
     canonical_json,
     content_id,
     decode_settings,
@@ -12,6 +11,13 @@ from nmtvariants.config import (
     input_files,
     shared_bpe_languages,
     training_runs,
+)
+from nmtvariants.layout import (
+    averaged_model,
+    bpe_file,
+    decoded_bpe,
+    final_model,
+    run_folder,
 )
 
 # Shared names, wildcard constraints and the target registries. Rules pass paths and parameters;
@@ -346,7 +352,7 @@ DECODES = {
 
 
 def run_dir(experiment, pair, variant):
-    return f"models/runs/{RUN_OF[(experiment, pair, variant)]}"
+    return run_folder(RUN_OF[(experiment, pair, variant)])
 
 
 def decode_id(experiment):
@@ -410,9 +416,9 @@ def run_resource(key):
 
 def run_bpe(wildcards, name):
     """data/<corpus>/<pair>/bpe/<name> of the run's corpus and pair (derived/<name>/ for a run on a
-    derived corpus: nmtvariants.config.bpe_folder)."""
+    derived corpus: nmtvariants.layout.bpe_folder)."""
     run = RUNS[wildcards.run]
-    return f"{bpe_folder(run.corpus, run.pair, run.inputs)}/{name}"
+    return bpe_file(run.corpus, run.pair, name, run.inputs)
 
 
 def decode_setting(wildcards, key):
@@ -421,8 +427,8 @@ def decode_setting(wildcards, key):
 
 def experiment_hypothesis(wildcards):
     """The shared run's translation that an experiment's variant post-processes."""
-    run = run_dir(wildcards.experiment, wildcards.pair, wildcards.variant)
-    return f"{run}/decode/{decode_id(wildcards.experiment)}/{wildcards.testset}.bpe.hyp"
+    run = RUN_OF[(wildcards.experiment, wildcards.pair, wildcards.variant)]
+    return decoded_bpe(run, decode_id(wildcards.experiment), wildcards.testset)
 
 
 # --- evaluate ----------------------------------------------------------------------------------

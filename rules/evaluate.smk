@@ -6,11 +6,11 @@
 rule translate:
     input:
         unpack(run_test_inputs),
-        model=lambda wc: f"models/runs/{wc.run}/averaged-last{decode_setting(wc, 'average_last')}.pt",
+        model=lambda wc: averaged_model(wc.run, decode_setting(wc, "average_last")),
         source=lambda wc: run_bpe(wc, f"{wc.testset}.{RUNS[wc.run].pair.split('-')[0]}"),
         vocab=lambda wc: run_bpe(wc, "vocab.txt"),
     output:
-        "models/runs/{run}/decode/{decode}/{testset}.bpe.hyp",
+        decoded_bpe("{run}", "{decode}", "{testset}"),
     log:
         "logs/translate/{run}/{decode}/{testset}.log",
     conda:

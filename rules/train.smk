@@ -10,7 +10,7 @@ rule train:
     input:
         run_train_inputs,
     output:
-        "models/runs/{run}/final.pt",
+        final_model("{run}"),
     log:
         "logs/train/{run}.log",
     benchmark:
@@ -24,7 +24,7 @@ rule train:
         gpu=run_resource("gpus"),
     params:
         settings=run_settings_json,
-        outdir="models/runs/{run}",
+        outdir=run_folder("{run}"),
     shell:
         launch(
             "train --config-json {params.settings:q} --outdir {params.outdir:q}"
@@ -34,9 +34,9 @@ rule train:
 
 rule average:
     input:
-        "models/runs/{run}/final.pt",
+        final_model("{run}"),
     output:
-        "models/runs/{run}/averaged-last{last}.pt",
+        averaged_model("{run}", "{last}"),
     log:
         "logs/average/{run}-last{last}.log",
     conda:
@@ -46,7 +46,7 @@ rule average:
         mem_mb=4000,
         runtime=30,
     params:
-        checkpoints="models/runs/{run}/checkpoints",
+        checkpoints=run_folder("{run}") + "/checkpoints",
     shell:
         "nmtvariants average --dir {params.checkpoints:q} --last {wildcards.last:q}"
         " --output {output:q} > {log:q} 2>&1"

@@ -20,6 +20,7 @@ import jsonschema
 import yaml
 
 from nmtvariants.errors import ConfigError
+from nmtvariants.layout import bpe_folder
 
 
 def key_path(error: jsonschema.ValidationError) -> str:
@@ -272,16 +273,6 @@ def input_files(
         if split == corpus["train"]:
             files["feature_index"] = f"data/{corpus_name}/{pair}/clean/train.kept"
     return files
-
-
-def bpe_folder(corpus_name: str, pair: str, inputs: dict[str, Any]) -> str:
-    """Where a run's BPE text and vocabulary live: ``data/<corpus>/<pair>/bpe``, or for a variant that
-    trains on a derived corpus (``inputs: {derived: NAME}``, e.g. the multi-task baseline's tagged
-    sources and parse targets) ``data/<corpus>/<pair>/derived/NAME``, with the same file names, written
-    by the study's rules."""
-    if inputs.get("derived"):
-        return f"data/{corpus_name}/{pair}/derived/{inputs['derived']}"
-    return f"data/{corpus_name}/{pair}/bpe"
 
 
 def shared_bpe_languages(corpora: dict[str, Any]) -> dict[tuple[str, str], list[str]]:

@@ -191,11 +191,11 @@ def emelin_label(experiment, variant):
 
 def emelin_checkpoint(experiment, pair, variant):
     average = EMELIN_EXPERIMENTS[experiment]["average_last"]
-    return f"{run_dir(experiment, pair, variant)}/averaged-last{average}.pt"
+    return averaged_model(RUN_OF[(experiment, pair, variant)], average)
 
 
 def emelin_run_bpe(experiment, pair, name):
-    return f"data/{EMELIN_EXPERIMENTS[experiment]['corpus']}/{pair}/bpe/{name}"
+    return bpe_file(EMELIN_EXPERIMENTS[experiment]["corpus"], pair, name)
 
 
 def emelin_probe_testset(experiment):

@@ -32,6 +32,7 @@ from nmtvariants.config import (
     shared_bpe_languages,
 )
 from nmtvariants.errors import ConfigError
+from nmtvariants.layout import averaged_model, bpe_file
 
 STUDY = "libovicky2018"
 SEEDS = (1, 2, 3)  # default derangement seeds of every adversarial evaluation
@@ -245,9 +246,7 @@ class StudyPlan:
         return content_id(decode_settings(self.config, experiment))
 
     def model(self, wildcards: Any) -> str:
-        return (
-            f"models/runs/{self.run_id(wildcards)}/averaged-last{self.decode(wildcards, 'average_last')}.pt"
-        )
+        return averaged_model(self.run_id(wildcards), self.decode(wildcards, "average_last"))
 
     # --- inputs: image features ---------------------------------------------------------------------
     def is_toyworld(self, corpus: str) -> bool:
@@ -309,7 +308,7 @@ class StudyPlan:
     def text_source(self, corpus: str, pair: str, testset: str, lang: str) -> str:
         """The clean BPE'd test text of source language ``lang`` (the first source or a further one)."""
         if lang == pair.split("-")[0]:
-            return f"data/{corpus}/{pair}/bpe/{testset}.{lang}"
+            return bpe_file(corpus, pair, f"{testset}.{lang}")
         return f"data/{corpus}/{pair}/inputs/{testset}.src_{lang}"
 
     def derange_input(self, wildcards: Any) -> str:
@@ -339,7 +338,7 @@ class StudyPlan:
         text = text or (lambda lang: self.text_source(corpus, pair, testset, lang))
         inputs = {
             "model": self.model(wildcards),
-            "vocab": f"data/{corpus}/{pair}/bpe/vocab.txt",
+            "vocab": bpe_file(corpus, pair, "vocab.txt"),
             "source": text(pair.split("-")[0]),
         }
         for k, lang in enumerate(self.extra_langs(wildcards.experiment, wildcards.variant)):
@@ -397,7 +396,7 @@ class StudyPlan:
     def attention_inputs(self, wildcards: Any) -> dict[str, str]:
         corpus, pair, testset = self.corpus(wildcards), wildcards.pair, wildcards.testset
         inputs = self.test_inputs(wildcards)
-        inputs["target"] = f"data/{corpus}/{pair}/bpe/{testset}.{pair.split('-')[1]}"
+        inputs["target"] = bpe_file(corpus, pair, f"{testset}.{pair.split('-')[1]}")
         return inputs
 
     def attention_series(self) -> dict[str, str]:

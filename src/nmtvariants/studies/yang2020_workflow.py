@@ -18,6 +18,7 @@ from typing import Any
 
 from nmtvariants.config import experiment_seeds, replica_name, training_runs
 from nmtvariants.errors import ConfigError
+from nmtvariants.layout import averaged_model, bpe_file, train_log
 from nmtvariants.studies.yang2020 import (
     SIMPLIFIED,
     STANDARD,
@@ -114,20 +115,24 @@ class Yang2020Workflow:
         first = ", ".join(str(seed) for seed in dict.fromkeys(seeds[0] for seeds in self.seeds.values()))
         return f" (seed {first} only)"
 
-    def run_dir(self, system: System, replica: str | None = None) -> str:
+    def run_id(self, system: System, replica: str | None = None) -> str:
         """The run of a system's ``replica`` (default: its first seed's, the variant's own name)."""
-        return f"models/runs/{self.run_of[(system.experiment, system.pair, replica or system.variant)]}"
+        return self.run_of[(system.experiment, system.pair, replica or system.variant)]
 
     def checkpoint(self, system: System, replica: str | None = None) -> str:
         average = self.experiments[system.experiment]["average_last"]
-        return f"{self.run_dir(system, replica)}/averaged-last{average}.pt"
+        return averaged_model(self.run_id(system, replica), average)
+
+    def inputs(self, system: System) -> dict[str, Any]:
+        """The variant's extra inputs (``inputs.<variant>``): a derived corpus moves its BPE folder."""
+        return (self.experiments[system.experiment].get("inputs") or {}).get(system.variant) or {}
 
     def bpe(self, system: System, split: str, side: str) -> str:
         lang = system.pair.split("-")[0 if side == "src" else 1]
-        return f"data/{self.corpus(system)}/{system.pair}/bpe/{split}.{lang}"
+        return bpe_file(self.corpus(system), system.pair, f"{split}.{lang}", self.inputs(system))
 
     def vocab(self, system: System) -> str:
-        return f"data/{self.corpus(system)}/{system.pair}/bpe/vocab.txt"
+        return bpe_file(self.corpus(system), system.pair, "vocab.txt", self.inputs(system))
 
     def train_split(self, system: System) -> str:
         return self.corpora[self.corpus(system)]["train"]
@@ -270,7 +275,7 @@ class Yang2020Workflow:
                         {
                             **entry,
                             "checkpoint": self.checkpoint(system, replica),
-                            "train_log": f"{self.run_dir(system, replica)}/train_log.csv",
+                            "train_log": train_log(self.run_id(system, replica)),
                             "decode_speed": speed,
                         }
                     )

@@ -15,6 +15,7 @@ from nmtvariants.config import (
 from nmtvariants.layout import (
     averaged_model,
     bpe_file,
+    checkpoints_folder,
     decoded_bpe,
     final_model,
     run_folder,

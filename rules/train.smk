@@ -46,7 +46,7 @@ rule average:
         mem_mb=4000,
         runtime=30,
     params:
-        checkpoints=run_folder("{run}") + "/checkpoints",
+        checkpoints=checkpoints_folder("{run}"),
     shell:
         "nmtvariants average --dir {params.checkpoints:q} --last {wildcards.last:q}"
         " --output {output:q} > {log:q} 2>&1"

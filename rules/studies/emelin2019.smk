@@ -28,50 +28,55 @@
 # en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
 # Seeds: Tables 1-4 and the bootstrap read every seed of an experiment's `seeds` (mean ± sd, n); the
 # analyses (probes, similarity, gates, ContraWSD, Table 5) read the first seed's run only, and their
-# tables say so (emelin_first_seed_note).
+# tables say so (StudyPlan.first_seed_note). What each table and analysis reads, and the inputs of
+# the rules below: src/nmtvariants/studies/emelin2019_plan.py.
 
 
-include: "emelin2019/functions.smk"
+from nmtvariants.studies import emelin2019_plan as emelin
+
+EMELIN_PLAN = emelin.StudyPlan(config, RUN_OF)
 
 
 # --- what the study builds ------------------------------------------------------------------------------
 
-if EMELIN_EXPERIMENTS:
-    for _name in EMELIN_BLEU_TABLES:
-        register_table(EMELIN, f"{EMELIN_TABLES}/{_name}.md")
-    if emelin_systems(["en-de"]):
-        register_table(EMELIN, f"{EMELIN_TABLES}/table5_params_speed.md")
-    if EMELIN_VARIANTS_TABLE:
-        register_table(EMELIN, f"{EMELIN_TABLES}/table4_variants.md")
-    if EMELIN_BOOTSTRAP:
-        register_table(EMELIN, f"{EMELIN_TABLES}/bootstrap.md")
+if EMELIN_PLAN.experiments:
+    for _name in EMELIN_PLAN.bleu_tables:
+        register_table(emelin.STUDY, f"{emelin.TABLES}/{_name}.md")
+    if EMELIN_PLAN.systems(["en-de"]):
+        register_table(emelin.STUDY, f"{emelin.TABLES}/table5_params_speed.md")
+    if EMELIN_PLAN.variants_table:
+        register_table(emelin.STUDY, f"{emelin.TABLES}/table4_variants.md")
+    if EMELIN_PLAN.bootstrap:
+        register_table(emelin.STUDY, f"{emelin.TABLES}/bootstrap.md")
         # rule `significance` (rules/evaluate.smk): every variant against the baseline, all seeds
-        register_significance(EMELIN_ANALYSED, "baseline", EMELIN_BOOTSTRAP_METRICS)
-    if EMELIN_ANALYSED:
-        register_table(EMELIN, f"{EMELIN_TABLES}/probes_frequency.md")
-        if EMELIN_POS:
-            register_table(EMELIN, f"{EMELIN_TABLES}/probes_pos.md")
-        if emelin_analysis("gates.csv", shortcuts_only=True):
-            register_table(EMELIN, f"{EMELIN_TABLES}/gates.md")
+        register_significance(
+            EMELIN_PLAN.analysed, "baseline", emelin.BOOTSTRAP_METRICS
+        )
+    if EMELIN_PLAN.analysed:
+        register_table(emelin.STUDY, f"{emelin.TABLES}/probes_frequency.md")
+        if EMELIN_PLAN.pos:
+            register_table(emelin.STUDY, f"{emelin.TABLES}/probes_pos.md")
+        if EMELIN_PLAN.analysis("gates.csv", shortcuts_only=True):
+            register_table(emelin.STUDY, f"{emelin.TABLES}/gates.md")
         for _side in ("encoder", "decoder"):
             register_figure(
-                EMELIN,
-                f"{EMELIN_FIGURES}/probes_{_side}.png",
+                emelin.STUDY,
+                f"{emelin.FIGURES}/probes_{_side}.png",
                 "layers",
                 y="accuracy",
                 title=f"Lexical probe accuracy by {_side} layer",
                 ylabel="held-out accuracy",
             )
             register_figure(
-                EMELIN,
-                f"{EMELIN_FIGURES}/similarity_{_side}.png",
+                emelin.STUDY,
+                f"{emelin.FIGURES}/similarity_{_side}.png",
                 "layers",
                 y="cosine",
                 title=f"Cosine similarity of the {_side} states with the embeddings",
                 ylabel="cosine similarity",
             )
-    if EMELIN_CONTRAWSD:
-        register_table(EMELIN, f"{EMELIN_TABLES}/contrawsd.md")
+    if EMELIN_PLAN.contrawsd:
+        register_table(emelin.STUDY, f"{emelin.TABLES}/contrawsd.md")
 
 
 localrules:
@@ -92,32 +97,32 @@ rule emelin2019_states:
     # the states of one probe part: the first sentences of the NMT training corpus (the probes' training
     # data), the dev set (their early stopping) or the probed test set (their accuracy, the similarity)
     input:
-        model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
-        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
-        source=lambda wc: emelin_run_bpe(
+        model=lambda wc: EMELIN_PLAN.checkpoint(wc.experiment, wc.pair, wc.variant),
+        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: EMELIN_PLAN.run_bpe(
             wc.experiment,
             wc.pair,
-            f"{emelin_states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[0]}",
+            f"{EMELIN_PLAN.states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[0]}",
         ),
-        target=lambda wc: emelin_run_bpe(
+        target=lambda wc: EMELIN_PLAN.run_bpe(
             wc.experiment,
             wc.pair,
-            f"{emelin_states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[1]}",
+            f"{EMELIN_PLAN.states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[1]}",
         ),
     output:
         temp("results/{experiment}/{pair}/{variant}/analysis/states-{part}.npz"),
     log:
         "logs/emelin2019/states/{experiment}/{pair}/{variant}-{part}.log",
     wildcard_constraints:
-        part="|".join(EMELIN_PROBE_PARTS),
+        part="|".join(emelin.PROBE_PARTS),
     conda:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=lambda wc: emelin_states_mem_mb(wc.experiment, wc.part),
+        mem_mb=lambda wc: EMELIN_PLAN.states_mem_mb(wc.experiment, wc.part),
         runtime=60,
     params:
-        max_sentences=lambda wc: emelin_states_sentences(wc.experiment, wc.part),
+        max_sentences=lambda wc: EMELIN_PLAN.states_sentences(wc.experiment, wc.part),
         names=[
             f"{side}.{name}"
             for side in ("encoder", "decoder")
@@ -132,7 +137,7 @@ rule emelin2019_states:
 rule emelin2019_pos:
     # one UPOS per BPE token: the source's from its CoNLL-U parse, the target's from its word tags
     input:
-        annotation=emelin_pos_annotation,
+        annotation=EMELIN_PLAN.pos_annotation,
         bpe="data/{corpus}/{pair}/bpe/{split}.{lang}",
     output:
         "data/{corpus}/{pair}/pos/{split}.{lang}",
@@ -153,7 +158,7 @@ rule emelin2019_pos:
 
 rule emelin2019_layer_probes:
     input:
-        unpack(emelin_probe_inputs),
+        unpack(EMELIN_PLAN.probe_inputs),
     output:
         "results/{experiment}/{pair}/{variant}/analysis/probes.csv",
     log:
@@ -165,8 +170,8 @@ rule emelin2019_layer_probes:
         mem_mb=8000,
         runtime=240,
     params:
-        label=lambda wc: emelin_label(wc.experiment, wc.variant),
-        max_epochs=lambda wc: emelin_caps(wc.experiment)["max_epochs"],
+        label=lambda wc: EMELIN_PLAN.label(wc.experiment, wc.variant),
+        max_epochs=lambda wc: EMELIN_PLAN.caps(wc.experiment)["max_epochs"],
         groups=lambda wc, input: [
             arg
             for part, key in (("source", "pos"), ("target", "target_pos"))
@@ -185,7 +190,7 @@ rule emelin2019_similarity:
     input:
         lambda wc: [
             f"results/{wc.experiment}/{wc.pair}/{variant}/analysis/states-test.npz"
-            for variant in emelin_analysed_variants(wc.experiment, wc.pair)
+            for variant in EMELIN_PLAN.analysed_variants(wc.experiment, wc.pair)
         ],
     output:
         "results/{experiment}/{pair}/analysis/similarity.csv",
@@ -199,9 +204,9 @@ rule emelin2019_similarity:
         runtime=30,
     params:
         states=lambda wc, input: [
-            f"{emelin_label(wc.experiment, variant)}={path}"
+            f"{EMELIN_PLAN.label(wc.experiment, variant)}={path}"
             for variant, path in zip(
-                emelin_analysed_variants(wc.experiment, wc.pair), input
+                EMELIN_PLAN.analysed_variants(wc.experiment, wc.pair), input
             )
         ],
     shell:
@@ -210,17 +215,17 @@ rule emelin2019_similarity:
 
 rule emelin2019_gate_stats:
     input:
-        model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
-        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
-        source=lambda wc: emelin_run_bpe(
+        model=lambda wc: EMELIN_PLAN.checkpoint(wc.experiment, wc.pair, wc.variant),
+        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: EMELIN_PLAN.run_bpe(
             wc.experiment,
             wc.pair,
-            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
+            f"{EMELIN_PLAN.probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
         ),
-        target=lambda wc: emelin_run_bpe(
+        target=lambda wc: EMELIN_PLAN.run_bpe(
             wc.experiment,
             wc.pair,
-            f"{emelin_probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
+            f"{EMELIN_PLAN.probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
         ),
     output:
         "results/{experiment}/{pair}/{variant}/analysis/gates.csv",
@@ -233,8 +238,8 @@ rule emelin2019_gate_stats:
         mem_mb=4000,
         runtime=60,
     params:
-        label=lambda wc: emelin_label(wc.experiment, wc.variant),
-        max_sentences=lambda wc: emelin_caps(wc.experiment)["max_sentences"],
+        label=lambda wc: EMELIN_PLAN.label(wc.experiment, wc.variant),
+        max_sentences=lambda wc: EMELIN_PLAN.caps(wc.experiment)["max_sentences"],
     shell:
         "nmtvariants gate-stats --checkpoint {input.model:q} --vocab {input.vocab:q}"
         " --source {input.source:q} --target {input.target:q} --max-sentences {params.max_sentences:q}"
@@ -243,7 +248,7 @@ rule emelin2019_gate_stats:
 
 rule emelin2019_count_params:
     input:
-        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
     output:
         config="results/{experiment}/{pair}/{variant}/analysis/model.json",
         number="results/{experiment}/{pair}/{variant}/analysis/params.txt",
@@ -259,11 +264,12 @@ rule emelin2019_count_params:
         # the model section and the variant's model switches (its warm-up is a trainer setting)
         model=lambda wc: json.dumps(
             {
-                **EMELIN_EXPERIMENTS[wc.experiment]["model"],
+                **EMELIN_PLAN.experiments[wc.experiment]["model"],
                 "variant": {
                     key: value
                     for key, value in (
-                        EMELIN_EXPERIMENTS[wc.experiment]["variants"][wc.variant] or {}
+                        EMELIN_PLAN.experiments[wc.experiment]["variants"][wc.variant]
+                        or {}
                     ).items()
                     if key != "warmup"
                 },
@@ -281,7 +287,7 @@ rule emelin2019_count_params:
 
 rule emelin2019_contrawsd_download:
     output:
-        EMELIN_CONTRAWSD_DEEN,
+        emelin.CONTRAWSD_DEEN,
     log:
         "logs/emelin2019/contrawsd_download.log",
     conda:
@@ -301,7 +307,7 @@ rule emelin2019_contrawsd_expand:
     # raw (source, candidate) lines as a split of the corpus, so that rules/preprocess.smk tokenises,
     # truecases and segments them exactly as the model's test sets: data/<corpus>/<pair>/bpe/contrawsd-*
     input:
-        lambda wc: emelin_contrawsd_set(wc.corpus, f"{wc.src}-{wc.tgt}"),
+        lambda wc: EMELIN_PLAN.contrawsd_set(wc.corpus, f"{wc.src}-{wc.tgt}"),
     output:
         source="data/{corpus}/raw/contrawsd-{src}-{tgt}.{src}",
         candidate="data/{corpus}/raw/contrawsd-{src}-{tgt}.{tgt}",
@@ -320,12 +326,12 @@ rule emelin2019_contrawsd_expand:
 
 rule emelin2019_contrawsd_score:
     input:
-        model=lambda wc: emelin_checkpoint(wc.experiment, wc.pair, wc.variant),
-        vocab=lambda wc: emelin_run_bpe(wc.experiment, wc.pair, "vocab.txt"),
-        source=lambda wc: emelin_run_bpe(
+        model=lambda wc: EMELIN_PLAN.checkpoint(wc.experiment, wc.pair, wc.variant),
+        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: EMELIN_PLAN.run_bpe(
             wc.experiment, wc.pair, f"contrawsd-{wc.pair}.{wc.pair.split('-')[0]}"
         ),
-        candidate=lambda wc: emelin_run_bpe(
+        candidate=lambda wc: EMELIN_PLAN.run_bpe(
             wc.experiment, wc.pair, f"contrawsd-{wc.pair}.{wc.pair.split('-')[1]}"
         ),
     output:
@@ -345,8 +351,8 @@ rule emelin2019_contrawsd_score:
 
 rule emelin2019_contrawsd:
     input:
-        testset=lambda wc: emelin_contrawsd_set(
-            EMELIN_EXPERIMENTS[wc.experiment]["corpus"], wc.pair
+        testset=lambda wc: EMELIN_PLAN.contrawsd_set(
+            EMELIN_PLAN.experiments[wc.experiment]["corpus"], wc.pair
         ),
         scores="results/{experiment}/{pair}/{variant}/analysis/contrawsd.nll",
     output:
@@ -370,13 +376,13 @@ rule emelin2019_contrawsd:
 
 rule emelin2019_bleu:
     input:
-        lambda wc: emelin_scores(emelin_bleu_systems(wc)),
+        lambda wc: EMELIN_PLAN.scores(EMELIN_PLAN.bleu_systems(wc)),
     output:
-        md=f"{EMELIN_TABLES}/{{table}}.md",
-        csv=f"{EMELIN_TABLES}/{{table}}.csv",
-        provenance=f"{EMELIN_TABLES}/{{table}}.provenance.json",
+        md=f"{emelin.TABLES}/{{table}}.md",
+        csv=f"{emelin.TABLES}/{{table}}.csv",
+        provenance=f"{emelin.TABLES}/{{table}}.provenance.json",
     log:
-        f"logs/tables/{EMELIN}/{{table}}.log",
+        f"logs/tables/{emelin.STUDY}/{{table}}.log",
     wildcard_constraints:
         table="table1_bleu|table2_pairs|table3_small",
     conda:
@@ -386,12 +392,12 @@ rule emelin2019_bleu:
         mem_mb=1000,
         runtime=10,
     params:
-        title=lambda wc: EMELIN_BLEU_TABLES[wc.table][0],
+        title=lambda wc: EMELIN_PLAN.bleu_tables[wc.table][0],
         variants=lambda wc: list(
-            dict.fromkeys(v for _, _, v in emelin_bleu_systems(wc))
+            dict.fromkeys(v for _, _, v in EMELIN_PLAN.bleu_systems(wc))
         ),
-        mean=lambda wc: emelin_mean_args(wc.table),
-        seeds=lambda wc: emelin_seed_args(emelin_bleu_systems(wc)),
+        mean=lambda wc: EMELIN_PLAN.mean_args(wc.table),
+        seeds=lambda wc: EMELIN_PLAN.seed_args(EMELIN_PLAN.bleu_systems(wc)),
     shell:
         "nmtvariants emelin2019-bleu --scores {input:q} {params.seeds:q} --variants {params.variants:q}"
         " {params.mean:q}"
@@ -400,13 +406,13 @@ rule emelin2019_bleu:
 
 rule emelin2019_variants:
     input:
-        lambda wc: emelin_scores(emelin_variant_systems()),
+        lambda wc: EMELIN_PLAN.scores(EMELIN_PLAN.variant_systems()),
     output:
-        md=f"{EMELIN_TABLES}/table4_variants.md",
-        csv=f"{EMELIN_TABLES}/table4_variants.csv",
-        provenance=f"{EMELIN_TABLES}/table4_variants.provenance.json",
+        md=f"{emelin.TABLES}/table4_variants.md",
+        csv=f"{emelin.TABLES}/table4_variants.csv",
+        provenance=f"{emelin.TABLES}/table4_variants.provenance.json",
     log:
-        f"logs/tables/{EMELIN}/table4_variants.log",
+        f"logs/tables/{emelin.STUDY}/table4_variants.log",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -415,10 +421,10 @@ rule emelin2019_variants:
         runtime=10,
     params:
         switches=lambda wc: json.dumps(
-            EMELIN_EXPERIMENTS[EMELIN_ANALYSED]["variants"], sort_keys=True
+            EMELIN_PLAN.experiments[EMELIN_PLAN.analysed]["variants"], sort_keys=True
         ),
         title="Table 4: shortcut variants (EN-DE)",
-        seeds=lambda wc: emelin_seed_args(emelin_variant_systems()),
+        seeds=lambda wc: EMELIN_PLAN.seed_args(EMELIN_PLAN.variant_systems()),
     shell:
         "nmtvariants emelin2019-variants --scores {input:q} {params.seeds:q} --switches {params.switches:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
@@ -426,13 +432,13 @@ rule emelin2019_variants:
 
 rule emelin2019_bootstrap:
     input:
-        lambda wc: list(emelin_bootstrap_results().values()),
+        lambda wc: list(EMELIN_PLAN.bootstrap_results().values()),
     output:
-        md=f"{EMELIN_TABLES}/bootstrap.md",
-        csv=f"{EMELIN_TABLES}/bootstrap.csv",
-        provenance=f"{EMELIN_TABLES}/bootstrap.provenance.json",
+        md=f"{emelin.TABLES}/bootstrap.md",
+        csv=f"{emelin.TABLES}/bootstrap.csv",
+        provenance=f"{emelin.TABLES}/bootstrap.provenance.json",
     log:
-        f"logs/tables/{EMELIN}/bootstrap.log",
+        f"logs/tables/{emelin.STUDY}/bootstrap.log",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -440,8 +446,8 @@ rule emelin2019_bootstrap:
         mem_mb=1000,
         runtime=10,
     params:
-        results=lambda wc: emelin_labelled(emelin_bootstrap_results()),
-        title=lambda wc: f"sacreBLEU and chrF against the baseline ({EMELIN_ANALYSED}, EN-DE)",
+        results=lambda wc: EMELIN_PLAN.labelled(EMELIN_PLAN.bootstrap_results()),
+        title=lambda wc: f"sacreBLEU and chrF against the baseline ({EMELIN_PLAN.analysed}, EN-DE)",
     shell:
         "nmtvariants emelin2019-bootstrap --result {params.results:q} --title {params.title:q}"
         " --out {output.md:q} > {log:q} 2>&1"
@@ -449,14 +455,14 @@ rule emelin2019_bootstrap:
 
 rule emelin2019_params_speed:
     input:
-        counts=lambda wc: [count for count, _ in emelin_speed_runs().values()],
-        models=lambda wc: [model for _, model in emelin_speed_runs().values()],
+        counts=lambda wc: [count for count, _ in EMELIN_PLAN.speed_runs().values()],
+        models=lambda wc: [model for _, model in EMELIN_PLAN.speed_runs().values()],
     output:
-        md=f"{EMELIN_TABLES}/table5_params_speed.md",
-        csv=f"{EMELIN_TABLES}/table5_params_speed.csv",
-        provenance=f"{EMELIN_TABLES}/table5_params_speed.provenance.json",
+        md=f"{emelin.TABLES}/table5_params_speed.md",
+        csv=f"{emelin.TABLES}/table5_params_speed.csv",
+        provenance=f"{emelin.TABLES}/table5_params_speed.provenance.json",
     log:
-        f"logs/tables/{EMELIN}/table5_params_speed.log",
+        f"logs/tables/{emelin.STUDY}/table5_params_speed.log",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -465,15 +471,16 @@ rule emelin2019_params_speed:
         runtime=10,
     params:
         counts=lambda wc: [
-            f"{label}={count}" for label, (count, _) in emelin_speed_runs().items()
+            f"{label}={count}"
+            for label, (count, _) in EMELIN_PLAN.speed_runs().items()
         ],
         # train_log.csv lies beside final.pt (not a declared output: training rewrites it as it goes)
         logs=lambda wc: [
             f"{label}={Path(model).parent}/train_log.csv"
-            for label, (_, model) in emelin_speed_runs().items()
+            for label, (_, model) in EMELIN_PLAN.speed_runs().items()
         ],
         title="Table 5: parameters and training speed relative to the baseline",
-        note=lambda wc: emelin_first_seed_note(EMELIN_ANALYSED),
+        note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.analysed),
     shell:
         "nmtvariants emelin2019-params --count {params.counts:q} --log {params.logs:q} {params.note:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
@@ -481,13 +488,13 @@ rule emelin2019_params_speed:
 
 rule emelin2019_probes:
     input:
-        lambda wc: list(emelin_analysis("probes.csv").values()),
+        lambda wc: list(EMELIN_PLAN.analysis("probes.csv").values()),
     output:
-        md=f"{EMELIN_TABLES}/probes_{{breakdown}}.md",
-        csv=f"{EMELIN_TABLES}/probes_{{breakdown}}.csv",
-        provenance=f"{EMELIN_TABLES}/probes_{{breakdown}}.provenance.json",
+        md=f"{emelin.TABLES}/probes_{{breakdown}}.md",
+        csv=f"{emelin.TABLES}/probes_{{breakdown}}.csv",
+        provenance=f"{emelin.TABLES}/probes_{{breakdown}}.provenance.json",
     log:
-        f"logs/tables/{EMELIN}/probes_{{breakdown}}.log",
+        f"logs/tables/{emelin.STUDY}/probes_{{breakdown}}.log",
     wildcard_constraints:
         breakdown="frequency|pos",
     conda:
@@ -506,13 +513,13 @@ rule emelin2019_probes:
         note=lambda wc: [
             "--note",
             " ".join(
-                [emelin_probe_note()]
+                [EMELIN_PLAN.probe_note()]
                 + (
-                    [EMELIN_NO_POS_NOTE]
-                    if wc.breakdown == "frequency" and not EMELIN_POS
+                    [emelin.NO_POS_NOTE]
+                    if wc.breakdown == "frequency" and not EMELIN_PLAN.pos
                     else []
                 )
-                + emelin_first_seed_sentences(EMELIN_ANALYSED)
+                + EMELIN_PLAN.first_seed_sentences(EMELIN_PLAN.analysed)
             ),
         ],
     shell:
@@ -522,13 +529,13 @@ rule emelin2019_probes:
 
 rule emelin2019_gates:
     input:
-        lambda wc: list(emelin_analysis("gates.csv", shortcuts_only=True).values()),
+        lambda wc: list(EMELIN_PLAN.analysis("gates.csv", shortcuts_only=True).values()),
     output:
-        md=f"{EMELIN_TABLES}/gates.md",
-        csv=f"{EMELIN_TABLES}/gates.csv",
-        provenance=f"{EMELIN_TABLES}/gates.provenance.json",
+        md=f"{emelin.TABLES}/gates.md",
+        csv=f"{emelin.TABLES}/gates.csv",
+        provenance=f"{emelin.TABLES}/gates.provenance.json",
     log:
-        f"logs/tables/{EMELIN}/gates.log",
+        f"logs/tables/{emelin.STUDY}/gates.log",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -537,7 +544,7 @@ rule emelin2019_gates:
         runtime=10,
     params:
         title="Shortcut gate activations per layer",
-        note=lambda wc: emelin_first_seed_note(EMELIN_ANALYSED),
+        note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.analysed),
     shell:
         "nmtvariants emelin2019-gates --csv {input:q} {params.note:q} --title {params.title:q}"
         " --out {output.md:q} > {log:q} 2>&1"
@@ -545,13 +552,13 @@ rule emelin2019_gates:
 
 rule emelin2019_contrawsd_table:
     input:
-        lambda wc: list(emelin_contrawsd_results().values()),
+        lambda wc: list(EMELIN_PLAN.contrawsd_results().values()),
     output:
-        md=f"{EMELIN_TABLES}/contrawsd.md",
-        csv=f"{EMELIN_TABLES}/contrawsd.csv",
-        provenance=f"{EMELIN_TABLES}/contrawsd.provenance.json",
+        md=f"{emelin.TABLES}/contrawsd.md",
+        csv=f"{emelin.TABLES}/contrawsd.csv",
+        provenance=f"{emelin.TABLES}/contrawsd.provenance.json",
     log:
-        f"logs/tables/{EMELIN}/contrawsd.log",
+        f"logs/tables/{emelin.STUDY}/contrawsd.log",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -559,9 +566,9 @@ rule emelin2019_contrawsd_table:
         mem_mb=1000,
         runtime=10,
     params:
-        results=lambda wc: emelin_labelled(emelin_contrawsd_results()),
+        results=lambda wc: EMELIN_PLAN.labelled(EMELIN_PLAN.contrawsd_results()),
         title="ContraWSD: accuracy overall, per sense and per frequency class",
-        note=lambda wc: emelin_first_seed_note(EMELIN_CONTRAWSD[0]),
+        note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.contrawsd[0]),
     shell:
         "nmtvariants emelin2019-contrawsd --result {params.results:q} {params.note:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
@@ -570,14 +577,14 @@ rule emelin2019_contrawsd_table:
 rule emelin2019_curves:
     input:
         lambda wc: (
-            list(emelin_analysis("probes.csv").values())
+            list(EMELIN_PLAN.analysis("probes.csv").values())
             if wc.kind == "probes"
-            else f"results/{EMELIN_ANALYSED}/en-de/analysis/similarity.csv"
+            else f"results/{EMELIN_PLAN.analysed}/en-de/analysis/similarity.csv"
         ),
     output:
-        f"{EMELIN_FIGURES}/{{kind}}_{{side}}.csv",
+        f"{emelin.FIGURES}/{{kind}}_{{side}}.csv",
     log:
-        f"logs/figures/{EMELIN}/{{kind}}_{{side}}.log",
+        f"logs/figures/{emelin.STUDY}/{{kind}}_{{side}}.log",
     wildcard_constraints:
         kind="probes|similarity",
         side="encoder|decoder",

@@ -20,6 +20,11 @@ def run_folder(run_id: str) -> str:
     return f"{RUNS}/{run_id}"
 
 
+def checkpoints_folder(run_id: str) -> str:
+    """A run's numbered checkpoints: what training resumes from and averaging reads."""
+    return f"{run_folder(run_id)}/checkpoints"
+
+
 def final_model(run_id: str) -> str:
     return f"{run_folder(run_id)}/final.pt"
 

@@ -1,0 +1,349 @@
+"""The plan of the Emelin et al. (2019) study: which systems each table and analysis reads, and the
+inputs and settings of the study's rules (rules/studies/emelin2019.smk).
+
+Built once per workflow from the resolved config and the index of training runs,
+``StudyPlan(config, run_of)``, and free of Snakemake, so that what a table is built from can be
+tested without a dry run. The rules file holds the rules and nothing else; the other studies' plans
+(``libovicky2018_plan``, ``yang2020_workflow``, ``bugliarello2020_plan``) have the same place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nmtvariants.config import experiment_replicas, experiment_seeds, experiment_systems
+from nmtvariants.layout import averaged_model, bpe_file, final_model
+
+STUDY = "emelin2019"
+TABLES = f"results/tables/{STUDY}"
+FIGURES = f"results/figures/{STUDY}"
+CONTRAWSD_DEEN = "data/contrawsd_deen/raw/contrawsd.json"
+# The lexical probes train on the states of the first `train_sentences` of the NMT training corpus, stop
+# early on the dev set's and report on the test set's (the authors' protocol, seed brief §1.7), the
+# dev and test sets cut to their first `max_sentences`. At toy scale a few hundred sentences each and
+# at most 30 epochs (the demo budget); small models on a small real corpus (Multi30k: 1,000 test
+# sentences, a vocabulary of ~10k, 24 probes on one core) 1,000 each within 30 epochs; at full scale
+# 10,000 training sentences (~300k tokens a side, of the order of the authors' 100 NMT batches; their
+# states are stored, not streamed: ~10 GB in float32) and 5,000 dev/test sentences, the authors' 100
+# epochs. Every probe stops earlier when its dev accuracy stalls (patience 5).
+# `studies.emelin2019.probe_train_sentences` replaces the training sample's size at every scale.
+CAPS = {
+    "toy": {"train_sentences": 300, "max_sentences": 300, "max_epochs": 30},
+    "small": {"train_sentences": 1000, "max_sentences": 1000, "max_epochs": 30},
+    "full": {"train_sentences": 10000, "max_sentences": 5000, "max_epochs": 100},
+}
+PROBE_PARTS = ("train", "valid", "test")
+# The BLEU tables show tokenised BLEU beside sacreBLEU, so they take the experiments evaluated with both:
+# name -> (title, pairs, pairs left out, presets, presets left out).
+BLEU_METRICS = ("bleu", "tok-bleu")
+BLEU_TABLES: dict[str, tuple[str, list[str] | None, list[str], list[str] | None, list[str]]] = {
+    "table1_bleu": ("Table 1: EN-DE, tokenised BLEU and sacreBLEU", ["en-de"], [], None, ["small"]),
+    "table2_pairs": ("Table 2: the other language pairs", None, ["en-de"], None, ["small"]),
+    "table3_small": ("Table 3: small EN-DE models", ["en-de"], [], ["small"], []),
+}
+# The real-data comparison (bootstrap.md): sacreBLEU and chrF with a paired bootstrap of every variant
+# against the baseline.
+BOOTSTRAP_METRICS = ("bleu", "chrf")
+NO_POS_NOTE = (
+    "No POS breakdown: this corpus has no POS annotation (toyworld's gold parse and target tags only)."
+)
+
+System = tuple[str, str, str]  # (experiment, pair, variant)
+
+
+class StudyPlan:
+    """The study's experiments, the systems of its tables and analyses, and its rules' inputs."""
+
+    def __init__(self, config: Mapping[str, Any], run_of: Mapping[System, str]) -> None:
+        self.config = config
+        self.run_of = run_of
+        self.corpora = config.get("corpora", {})
+        self.experiments = {
+            name: spec for name, spec in config.get("experiments", {}).items() if spec["study"] == STUDY
+        }
+        self.settings = (config.get("studies") or {}).get(STUDY) or {}
+        # the BLEU tables that have rows
+        self.bleu_tables = {
+            name: (title, *selection)
+            for name, (title, *selection) in BLEU_TABLES.items()
+            if self.systems(*selection, metrics=BLEU_METRICS)
+        }
+        # The paper probes its BASE models: the first EN-DE experiment that is neither big nor small, else
+        # (a small model on a small real corpus, experiments/multi30k_emelin2019.yaml) the first EN-DE one.
+        ende = [name for name, spec in self.experiments.items() if "en-de" in spec["pairs"]]
+        self.analysed: str | None = next(
+            (name for name in ende if self.experiments[name]["model"]["preset"] not in ("big", "small")),
+            ende[0] if ende else None,
+        )
+        self.contrawsd: tuple[str, str] | None = next(
+            (
+                (name, pair)
+                for name, spec in self.experiments.items()
+                for pair in spec["pairs"]
+                if self.contrawsd_set(spec["corpus"], pair)
+            ),
+            None,
+        )
+        # POS labels exist for toyworld only (its gold source parse and target tags); a real corpus gets
+        # the frequency breakdown, and its table says that POS is not available.
+        self.pos = self.analysed is not None and self.is_toy(self.analysed)
+        # Table 4 shows tokenised BLEU too
+        self.variants_table = self.analysed is not None and self.scored(self.analysed, *BLEU_METRICS)
+        self.bootstrap = (
+            self.analysed is not None
+            and self.scored(self.analysed, *BOOTSTRAP_METRICS)
+            and "baseline" in self.experiments[self.analysed]["variants"]
+            and len(self.experiments[self.analysed]["variants"]) > 1
+        )
+
+    # --- experiments and systems -------------------------------------------------------------------
+    def is_toy(self, experiment: str) -> bool:
+        return self.corpora[self.experiments[experiment]["corpus"]]["source"] == "toyworld"
+
+    def caps(self, experiment: str) -> dict[str, int]:
+        if self.is_toy(experiment):
+            return CAPS["toy"]
+        small = self.experiments[experiment]["model"]["preset"] in ("tiny", "small")
+        return CAPS["small" if small else "full"]
+
+    def scored(self, experiment: str, *metrics: str) -> bool:
+        """Whether the experiment's evaluation computes every one of ``metrics``."""
+        return set(metrics) <= set(self.experiments[experiment]["evaluate"]["metrics"])
+
+    def systems(
+        self,
+        pairs: Sequence[str] | None = None,
+        exclude_pairs: Sequence[str] = (),
+        presets: Sequence[str] | None = None,
+        exclude_presets: Sequence[str] = (),
+        metrics: Sequence[str] = (),
+    ) -> list[System]:
+        """(experiment, pair, variant) of the study's experiments, in config order, filtered (``metrics``:
+        only experiments evaluated with all of them)."""
+        return [
+            (name, pair, variant)
+            for name, spec in self.experiments.items()
+            if (presets is None or spec["model"]["preset"] in presets)
+            and spec["model"]["preset"] not in exclude_presets
+            and self.scored(name, *metrics)
+            for pair, variant in experiment_systems(spec)
+            if (pairs is None or pair in pairs) and pair not in exclude_pairs
+        ]
+
+    def has_shortcuts(self, experiment: str, variant: str) -> bool:
+        return "shortcuts" in (self.experiments[experiment]["variants"][variant] or {})
+
+    def main_setting(self, experiment: str, variant: str) -> bool:
+        """Whether the paper analyses this kind of model: the baseline, or shortcuts in its main setting
+        (self-attention on both sides, from the embeddings, none into decoder-to-encoder attention). The
+        probes, similarity, gates, ContraWSD and Table 5 cover these; Table 4's ablations (dec-to-enc,
+        non-lexical) and Figure 5's (encoder-/decoder-only) are compared by BLEU and the bootstrap.
+        """
+        from nmtvariants.plugins.shortcuts import ShortcutOptions
+
+        switches = self.experiments[experiment]["variants"][variant] or {}
+        return "shortcuts" not in switches or ShortcutOptions.parse(switches["shortcuts"]).main_setting
+
+    def analysed_variants(self, experiment: str, pair: str = "en-de") -> list[str]:
+        """The variants of an experiment's pair that the analyses cover (:meth:`main_setting`)."""
+        return [
+            variant
+            for name, _, variant in self.systems([pair])
+            if name == experiment and self.main_setting(experiment, variant)
+        ]
+
+    def label(self, experiment: str, variant: str) -> str:
+        """Rows of the study-wide tables name the experiment when the study has several."""
+        return variant if len(self.experiments) == 1 else f"{experiment}/{variant}"
+
+    def labelled(self, files: Mapping[str, str]) -> list[str]:
+        return [f"{label}={path}" for label, path in files.items()]
+
+    # --- the BLEU tables ---------------------------------------------------------------------------
+    def bleu_systems(self, wildcards: Any) -> list[System]:
+        """Tables 1-3: the main-setting models (Table 4 holds the ablations)."""
+        _, pairs, exclude, presets, excluded = self.bleu_tables[wildcards.table]
+        return [
+            system
+            for system in self.systems(pairs, exclude, presets, excluded, BLEU_METRICS)
+            if self.main_setting(system[0], system[2])
+        ]
+
+    def mean_args(self, table: str) -> list[str]:
+        """``--mean-testsets`` of a BLEU table: Table 3's "test mean" is "the average of test-sets in
+        table (1)" (its caption), so it averages Table 1's test sets; Tables 1 and 2 average their own.
+        """
+        if table != "table3_small" or "table1_bleu" not in self.bleu_tables:
+            return []
+        _, *selection = self.bleu_tables["table1_bleu"]
+        testsets = dict.fromkeys(
+            testset
+            for name, _, _ in self.systems(*selection, metrics=BLEU_METRICS)
+            for testset in self.experiments[name]["evaluate"]["testsets"]
+        )
+        return ["--mean-testsets", *testsets]
+
+    def variant_systems(self) -> list[System]:
+        """Table 4: every variant of the analysed (BASE-like) experiment's EN-DE runs."""
+        return [system for system in self.systems(["en-de"]) if system[0] == self.analysed]
+
+    # --- replicas and their score files ------------------------------------------------------------
+    def replicas(self, experiment: str, pair: str, variant: str) -> list[Any]:
+        """The replicas of one system, one per seed of the experiment (the first is the variant itself)."""
+        return [
+            replica
+            for replica in experiment_replicas(self.config, experiment)
+            if replica.pair == pair and replica.variant == variant
+        ]
+
+    def score_files(self, systems: Sequence[System]) -> list[tuple[str, int]]:
+        """(score file, its training seed) of every replica and test set of ``systems``."""
+        return [
+            (f"results/{name}/{pair}/{replica.name}/{testset}.scores.json", replica.seed)
+            for name, pair, variant in systems
+            for replica in self.replicas(name, pair, variant)
+            for testset in self.experiments[name]["evaluate"]["testsets"]
+        ]
+
+    def scores(self, systems: Sequence[System]) -> list[str]:
+        return [path for path, _ in self.score_files(systems)]
+
+    def seed_args(self, systems: Sequence[System]) -> list[str]:
+        """``--seeds``: the training seed of each file of :meth:`scores`, so that the tables average a
+        system's replicas (mean ± sd over seeds) instead of listing them as variants."""
+        return ["--seeds", *(str(seed) for _, seed in self.score_files(systems))]
+
+    def bootstrap_results(self) -> dict[str, str]:
+        """VARIANT/TESTSET -> significance JSON of every non-baseline variant of the analysed experiment."""
+        return {
+            f"{variant}/{testset}": f"results/{self.analysed}/en-de/{variant}/{testset}.significance.json"
+            for _, _, variant in self.variant_systems()
+            if variant != "baseline"
+            for testset in self.experiments[str(self.analysed)]["evaluate"]["testsets"]
+        }
+
+    # --- the analyses (first seed) -----------------------------------------------------------------
+    def first_seed_sentences(self, experiment: str) -> list[str]:
+        """The analysis tables (probes, gates, ContraWSD, Table 5) read the first seed's run only; a table
+        of an experiment with several seeds says so in this sentence (none with one seed).
+        """
+        seeds = experiment_seeds(self.config, experiment)
+        if len(seeds) == 1:
+            return []
+        return [
+            f"Analyses: seed {seeds[0]} only (the first of the experiment's seeds"
+            f" {', '.join(map(str, seeds))}); the BLEU tables and the bootstrap average over every seed."
+        ]
+
+    def first_seed_note(self, experiment: str) -> list[str]:
+        """``--note`` of an analysis table: :meth:`first_seed_sentences`, if any."""
+        sentences = self.first_seed_sentences(experiment)
+        return ["--note", " ".join(sentences)] if sentences else []
+
+    def checkpoint(self, experiment: str, pair: str, variant: str) -> str:
+        average = self.experiments[experiment]["average_last"]
+        return averaged_model(self.run_of[(experiment, pair, variant)], average)
+
+    def run_bpe(self, experiment: str, pair: str, name: str) -> str:
+        return bpe_file(self.experiments[experiment]["corpus"], pair, name)
+
+    def analysis(self, kind: str, shortcuts_only: bool = False) -> dict[str, str]:
+        """The per-variant analysis files of the analysed experiment's EN-DE runs (main setting)."""
+        analysed = str(self.analysed)
+        return {
+            self.label(analysed, variant): f"results/{analysed}/en-de/{variant}/analysis/{kind}"
+            for variant in self.analysed_variants(analysed)
+            if not shortcuts_only or self.has_shortcuts(analysed, variant)
+        }
+
+    def speed_runs(self) -> dict[str, tuple[str, str]]:
+        """label (experiment/variant) -> (parameter count file, the run's final.pt) of every EN-DE run of
+        the main setting (the paper's Table 5: baseline, lexical shortcuts, feature-fusion).
+        """
+        return {
+            f"{name}/{variant}": (
+                f"results/{name}/{pair}/{variant}/analysis/params.txt",
+                final_model(self.run_of[(name, pair, variant)]),
+            )
+            for name, pair, variant in self.systems(["en-de"])
+            if self.main_setting(name, variant)
+        }
+
+    # --- ContraWSD ---------------------------------------------------------------------------------
+    def contrawsd_set(self, corpus: str, pair: str) -> str | None:
+        """The ContraWSD JSON that tests a model of this corpus and pair, or None."""
+        if self.corpora[corpus]["source"] == "toyworld":
+            return "data/toyworld/contrawsd/en-de.json" if pair == "en-de" else None
+        return CONTRAWSD_DEEN if pair == "de-en" else None
+
+    def contrawsd_results(self) -> dict[str, str]:
+        assert self.contrawsd is not None, "no experiment of the study has a ContraWSD set"
+        name, pair = self.contrawsd
+        return {
+            self.label(name, variant): f"results/{name}/{pair}/{variant}/analysis/contrawsd.json"
+            for variant in self.analysed_variants(name, pair)
+        }
+
+    # --- the lexical probes ------------------------------------------------------------------------
+    def probe_testset(self, experiment: str) -> str:
+        return self.experiments[experiment]["evaluate"]["testsets"][0]
+
+    def probe_train_sentences(self, experiment: str) -> int:
+        return self.settings.get("probe_train_sentences", self.caps(experiment)["train_sentences"])
+
+    def states_split(self, experiment: str, part: str) -> str:
+        """The corpus split whose states make probe part ``part`` (train, valid or test)."""
+        if part == "test":
+            return self.probe_testset(experiment)
+        return self.corpora[self.experiments[experiment]["corpus"]][part]
+
+    def states_sentences(self, experiment: str, part: str) -> int:
+        """How many sentences from the start of the part's split are extracted."""
+        if part == "train":
+            return self.probe_train_sentences(experiment)
+        return self.caps(experiment)["max_sentences"]
+
+    def states_mem_mb(self, experiment: str, part: str) -> int:
+        # every layer of both stacks is held twice while the file is assembled: ~2 MB a sentence at BASE
+        return max(8000, 3 * self.states_sentences(experiment, part))
+
+    def probe_note(self) -> str:
+        """The probes' protocol as the tables state it, and where it differs from the authors'."""
+        analysed = str(self.analysed)
+        corpus = self.corpora[self.experiments[analysed]["corpus"]]
+        caps = self.caps(analysed)
+        return (
+            f"Each probe trains on the states of the first {self.probe_train_sentences(analysed)}"
+            f" sentences of the NMT training corpus ({corpus['train']}), stops early on the dev set"
+            f" ({corpus['valid']}, first {caps['max_sentences']} sentences) and is scored on the test set"
+            f" ({self.probe_testset(analysed)}, first {caps['max_sentences']} sentences), as the"
+            " authors' probes. Deviation: the authors stream 100 batches of the training corpus through the"
+            " model; here a capped sample from its start is extracted and stored."
+        )
+
+    def probe_inputs(self, wildcards: Any) -> dict[str, str]:
+        """The three states files of the probe protocol (training corpus, dev, test), the vocabulary, the
+        whole BPE'd training text (the frequency bins) and, on toyworld, the test set's POS.
+        """
+        experiment, pair = wildcards.experiment, wildcards.pair
+        analysis = f"results/{experiment}/{pair}/{wildcards.variant}/analysis"
+        inputs = {f"{part}_states": f"{analysis}/states-{part}.npz" for part in PROBE_PARTS}
+        inputs["vocab"] = self.run_bpe(experiment, pair, "vocab.txt")
+        src, tgt = pair.split("-")
+        corpus = self.experiments[experiment]["corpus"]
+        train = self.corpora[corpus]["train"]
+        inputs["source_train"] = self.run_bpe(experiment, pair, f"{train}.{src}")
+        inputs["target_train"] = self.run_bpe(experiment, pair, f"{train}.{tgt}")
+        if self.is_toy(experiment):
+            testset = self.probe_testset(experiment)
+            inputs["pos"] = f"data/{corpus}/{pair}/pos/{testset}.{src}"
+            inputs["target_pos"] = f"data/{corpus}/{pair}/pos/{testset}.{tgt}"
+        return inputs
+
+    @staticmethod
+    def pos_annotation(wildcards: Any) -> str:
+        """The word-level POS a grouping file is projected from: the source's CoNLL-U parse, or the
+        target's tags (toyworld's raw/{split}.{de,ru,fr}.pos)."""
+        raw = f"data/{wildcards.corpus}/raw/{wildcards.split}.{wildcards.lang}"
+        return f"{raw}.conllu" if wildcards.lang == wildcards.pair.split("-")[0] else f"{raw}.pos"

@@ -87,7 +87,8 @@ def markdown(runs: dict[str, tuple[dict[str, tuple[int, float]], float]]) -> str
             f"- {label}: wall span {span / 60:.1f} min; job seconds {job_minutes:.1f} min over the run's "
             f"cores; {sum(jobs for jobs, _ in totals.values())} jobs"
         )
-    return "\n".join([*sums, "", *lines]) + "\n"
+    title = "# Job seconds per rule, side by side (benchmarks/demo_jobs.py)"
+    return "\n".join([title, "", *sums, "", *lines]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

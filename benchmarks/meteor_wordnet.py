@@ -27,10 +27,13 @@ from nmtvariants.fileio import atomic_write
 
 LOAD = """
 import sys
+import nltk
 from nltk.corpus.reader.wordnet import WordNetCorpusReader
 from nltk.translate.meteor_score import meteor_score
 from nmtvariants.evaluation.meteor_ribes import english_wordnet_reader, prepare_wordnet
-root = prepare_wordnet(sys.argv[2]) / "corpora" / "wordnet"
+prepared = prepare_wordnet(sys.argv[2]).resolve()
+nltk.data.path.append(str(prepared))  # NLTK >= 3.10 reads corpora under nltk.data.path only
+root = prepared / "corpora" / "wordnet"
 reader = english_wordnet_reader() if sys.argv[1] == "ours" else WordNetCorpusReader
 wordnet = reader(str(root), None)
 hyp, ref = "the big dog ran to the bank".split(), "a large hound runs to the shore".split()
@@ -58,7 +61,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="fresh processes per reader")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    parser.add_argument("--nltk-data", type=Path, default=Path("data/nltk_data"), help="prepared WordNet")
+    parser.add_argument(
+        "--nltk-data", type=Path, default=Path("data/nltk_data"), help="where Debian's WordNet is prepared"
+    )
     args = parser.parse_args()
     runs: dict[str, list[tuple[float, float, str]]] = {reader: [] for reader in READERS}
     timed_load("ours", args.nltk_data)  # prepares the WordNet copy once, outside the rounds
@@ -94,7 +99,8 @@ def main() -> None:
     lines = [
         "# METEOR's WordNet start-up: NLTK's stock reader against ours without the OMW map",
         "",
-        f"`{record['command']}`; {record['machine']}; {args.rounds} rounds, interleaved; load average "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}: `{record['command']}`; {record['machine']}; "
+        f"{args.rounds} rounds, interleaved; load average "
         f"{min(load):.2f}-{max(load):.2f}. Each round loads WordNet in a fresh process and scores one "
         f"sentence (METEOR {scores['ours'][0]} with both readers).",
         "",

@@ -175,7 +175,7 @@ def test_the_multi30k_study_configs_train_every_model_for_the_same_updates_with_
     """Equal updates, not a wall-clock budget (which compared training speed), and three replicas of
     every run: one update count for the corpus, the same in each study's config."""
     updates = set()
-    for paper in PAPERS:
+    for paper in [*PAPERS, "composition"]:
         config = load(REPO / "experiments" / f"multi30k_{paper}.yaml")
         resolved = with_defaults(config, SCHEMA)
         for name, spec in resolved["experiments"].items():

@@ -67,6 +67,36 @@ def test_layer_plot_has_one_line_per_variant_with_the_csv_values(tmp_path):
     assert axes.get_title() == "Probe accuracy"
 
 
+def test_replicas_are_drawn_as_their_mean_with_a_band_of_one_sample_sd(tmp_path):
+    # three seeds of each variant at each layer: the line is the mean, the band mean ± sd (ddof=1)
+    offsets = {1: -1.0, 2: 0.5, 3: 2.0}
+    rows = [
+        {
+            "variant": variant,
+            "layer": layer,
+            "seed": seed,
+            "value": LAYERS[variant][layer - 1] + offset * layer,
+        }
+        for variant in LAYERS
+        for layer in (1, 2, 3)
+        for seed, offset in offsets.items()
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "seeds.csv", index=False)
+    axes = layer_figure(tmp_path / "seeds.csv").axes[0]
+    assert len(axes.get_lines()) == len(LAYERS) == len(axes.collections)
+    for line, band, (variant, values) in zip(axes.get_lines(), axes.collections, LAYERS.items(), strict=True):
+        assert line.get_label() == f"{variant} (mean ± sd, n=3)"
+        per_layer = [
+            [value + offset * layer for offset in offsets.values()] for layer, value in enumerate(values, 1)
+        ]
+        np.testing.assert_allclose(line.get_ydata(), [np.mean(v) for v in per_layer])
+        lower, upper = band.get_paths()[0].vertices[:, 1].min(), band.get_paths()[0].vertices[:, 1].max()
+        sds = [np.std(v, ddof=1) for v in per_layer]
+        means = [np.mean(v) for v in per_layer]
+        assert lower == pytest.approx(min(m - d for m, d in zip(means, sds, strict=True)))
+        assert upper == pytest.approx(max(m + d for m, d in zip(means, sds, strict=True)))
+
+
 def test_png_is_written_beside_the_csv_with_the_expected_size(tmp_path):
     csv = layer_csv(tmp_path / "probe.csv")
     out = save_png(layer_figure(csv), png_path(csv))

@@ -6,7 +6,8 @@ rule wrote (the numbers stay readable and diffable) and saved under the same ste
 
 - ``layers``: a metric per layer, one line per variant. Columns (defaults): ``layer`` (x),
   ``value`` (y), ``variant`` (one line each, in first-seen order). Probing accuracy per layer,
-  attention entropy per layer, ...
+  attention entropy per layer, ... Replicas (several rows of one variant and layer, one per seed)
+  are drawn as their mean with a ± sd band.
 - ``bars``: one bar per category, grouped by an optional column. Columns: ``label`` (x), ``value``
   (height), optional ``variant`` (bars side by side). BLEU per variant, accuracy per class, ...
 - ``heatmap``: an attention matrix, one row per cell. Columns: ``target_index``, ``target_token``
@@ -86,12 +87,23 @@ def layer_figure(
     title: str = "",
     ylabel: str | None = None,
 ) -> Figure:
-    """One line per ``group`` value, ``y`` against ``x`` (rows sorted by ``x`` within a line)."""
+    """One line per ``group`` value, ``y`` against ``x`` (sorted by ``x`` within a line).
+
+    Several rows of one (group, x) are replicas (one per training seed, e.g. a ``seed`` column):
+    the line is their mean and a band of ± one sample standard deviation is drawn around it, so a
+    difference between two lines can be read against the spread of seeds; the legend says how many
+    seeds each line averages."""
     frame = read_figure_csv(csv, [x, y, group], numeric=[x, y])
     figure, axes = _new_figure()
     for name, rows in frame.groupby(group, sort=False):
-        rows = rows.sort_values(x, kind="stable")
-        axes.plot(rows[x].to_numpy(), rows[y].to_numpy(), marker="o", label=str(name))
+        stats = rows.groupby(x, sort=True)[y].agg(["mean", "std", "count"])
+        xs, mean = stats.index.to_numpy(), stats["mean"].to_numpy()
+        replicas = int(stats["count"].min())
+        label = str(name) if stats["count"].max() == 1 else f"{name} (mean ± sd, n={replicas})"
+        (line,) = axes.plot(xs, mean, marker="o", label=label)
+        if replicas > 1:
+            sd = stats["std"].to_numpy()
+            axes.fill_between(xs, mean - sd, mean + sd, color=line.get_color(), alpha=0.2, linewidth=0)
     axes.set_xlabel(x)
     axes.set_ylabel(ylabel or y)
     if frame[x].round().eq(frame[x]).all():

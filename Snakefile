@@ -9,6 +9,7 @@ from pathlib import Path
 from snakemake.utils import min_version, validate
 
 from nmtvariants.config import check_config, check_experiments
+from nmtvariants.models.variants import add_plugin_files
 from nmtvariants.resources import missing_resources_message
 
 min_version("9.0")
@@ -26,6 +27,9 @@ report: "workflow/report/workflow.rst"
 
 check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
 validate(config, "schemas/config.schema.yaml")
+# External studies (rules/studies/README.md): `extensions`, relative to the working directory.
+EXTENSIONS = [Path(path).resolve() for path in config.get("extensions", [])]
+add_plugin_files(path for path in EXTENSIONS if path.suffix == ".py")
 check_experiments(config.get("experiments", {}))
 
 
@@ -46,15 +50,21 @@ include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 
 
-# One file per study (rules/studies/<paper>.smk): its rules, and its tables, figures and data
-# needs registered with rules/common.smk. Included before the report, which lists what they
-# registered.
-for _study_rules in sorted(Path(workflow.basedir, "rules", "studies").glob("*.smk")):
+# One file per study (rules/studies/<paper>.smk), then the external studies' rules files: their
+# rules, and their tables, figures and data needs registered with rules/common.smk. Included
+# before the report, which lists what they registered.
+BUILT_IN_RULES = sorted(Path(workflow.basedir, "rules", "studies").glob("*.smk"))
+for _study_rules in BUILT_IN_RULES:
 
     include: f"rules/studies/{_study_rules.name}"
 
 
-close_registries()
+for _study_rules in (path for path in EXTENSIONS if path.suffix == ".smk"):
+
+    include: str(_study_rules)
+
+
+close_registries([path.stem for path in BUILT_IN_RULES])
 
 
 include: "rules/report.smk"

@@ -159,12 +159,32 @@ STUDY_OUTPUTS = {}  # study -> {"tables": [...], "figures": [...], "data": [...]
 FIGURES = {}  # png -> {"kind": ..., **column options}: how rule `figure` draws it
 OUTPUT_FOLDERS = {"tables": "results/tables", "figures": "results/figures"}
 REGISTRIES_OPEN = [True]
+# The study without a rules file: its experiments' scores tables (rules/tables.smk) are all it builds.
+SCORES_ONLY_STUDIES = ["baseline"]
 
 
-def close_registries():
+def close_registries(built_in):
     """Called by the Snakefile once every study file is included: the report and `rule all` have
-    read the registries, so a later registration would be silently missed."""
+    read the registries, so a later registration would be silently missed. Also where the
+    experiments' study names are checked: an external study is known once its file registered.
+    """
     REGISTRIES_OPEN[0] = False
+    known = sorted({*SCORES_ONLY_STUDIES, *built_in, *studies_of_their_own()})
+    for name, spec in EXPERIMENTS.items():
+        if spec["study"] not in known:
+            raise ValueError(
+                f"experiments.{name}.study: unknown study {spec['study']!r} (known: {', '.join(known)});"
+                " an external study's rules file goes in `extensions` and registers an output of its own"
+            )
+
+
+def studies_of_their_own():
+    """Studies that registered a table, figure or data beyond their experiments' scores tables
+    (which rules/tables.smk registers for any study name)."""
+    scores = {
+        f"results/tables/{s['study']}/{name}.md" for name, s in EXPERIMENTS.items()
+    }
+    return [study for study in STUDY_OUTPUTS if set(study_targets(study)) - scores]
 
 
 def _register(kind, study, paths):

@@ -8,6 +8,7 @@ forced decoding in process.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -24,6 +25,7 @@ from nmtvariants.inference.beam_search import beam_search
 from nmtvariants.inference.scorer import token_log_probs
 from nmtvariants.models import load_model
 from nmtvariants.models.interfaces import SourceInputs
+from nmtvariants.models.variants import PLUGIN_PATH_VARIABLE, add_plugin_files
 
 VARIANTS = {
     "parent_bias": {"test_parent_bias": {}},
@@ -138,3 +140,13 @@ def test_translate_checks_streams_and_knows_the_trained_label_streams(corpus, tm
     n = len(list(read_lines(corpus["valid_src"]))[2].split())
     assert f"bad.parents:3: stream 'parents' has {n + 1} values but" in result.stderr
     assert f"valid.src:3 has {n} BPE tokens" in result.stderr
+
+
+def test_the_workflows_extensions_join_the_plugin_path(tmp_path, monkeypatch):
+    """The Snakefile's add_plugin_files: absolute paths (a job may start elsewhere), after the
+    user's own NMTV_PLUGINS, each once."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(PLUGIN_PATH_VARIABLE, str(PARENT_BIAS))
+    add_plugin_files(["study/plugin.py", PARENT_BIAS, "study/plugin.py"])
+    expected = [str(PARENT_BIAS), str((tmp_path / "study" / "plugin.py").resolve())]
+    assert os.environ[PLUGIN_PATH_VARIABLE].split(os.pathsep) == expected

@@ -31,7 +31,7 @@ import importlib.util
 import os
 import pkgutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,6 +85,16 @@ def load_plugins() -> None:
     for entry in os.environ.get(PLUGIN_PATH_VARIABLE, "").split(os.pathsep):
         if entry:
             _import_file(Path(entry))
+
+
+def add_plugin_files(paths: Iterable[str | Path]) -> None:
+    """Add ``paths`` (made absolute) to this process's ``$NMTV_PLUGINS``: the workflow does so for the
+    config's ``extensions``, so that its start-up check and every job it starts (train, translate,
+    score, on any working directory) import the plug-ins of a study that lives outside the package."""
+    entries = [entry for entry in os.environ.get(PLUGIN_PATH_VARIABLE, "").split(os.pathsep) if entry]
+    entries += [str(Path(path).resolve()) for path in paths]
+    if entries:
+        os.environ[PLUGIN_PATH_VARIABLE] = os.pathsep.join(dict.fromkeys(entries))
 
 
 def _import_file(path: Path) -> None:

@@ -246,8 +246,45 @@ def content_id(value: Any) -> str:
 
 
 def variant_inputs(config: dict[str, Any], experiment: str, variant: str) -> dict[str, Any]:
-    """The extra inputs a variant's encoders read (``experiments.<e>.inputs.<variant>``), or {}."""
-    return dict((config["experiments"][experiment].get("inputs") or {}).get(variant) or {})
+    """The extra inputs a variant's run reads, or {}: the streams its plug-ins declare
+    (:func:`nmtvariants.models.variants.declared_inputs`) added to what ``experiments.<e>.inputs.<variant>``
+    states (further sources, a feature grid, a derived corpus: choices of the study, not of a plug-in).
+    Stated streams come first, so a config that still restates a plug-in's streams keeps its run."""
+    from nmtvariants.models.variants import declared_inputs  # torch: only where a variant is read
+
+    spec = config["experiments"][experiment]
+    stated = dict((spec.get("inputs") or {}).get(variant) or {})
+    declared = declared_inputs(spec["variants"][variant] or {})
+    return with_declared_streams(stated, declared, f"experiments.{experiment}.inputs.{variant}")
+
+
+def with_declared_streams(stated: dict[str, Any], declared: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``stated`` inputs with every stream of ``declared`` (plug-in -> PluginInputs) added; a stream
+    stated with another label count than its plug-in's (or as positions) is a ConfigError at ``where``,
+    since the data would then give ``</s>`` a label the model reads as an ordinary one."""
+    from nmtvariants.models.variants import stream_kind
+
+    aux = list(stated.get("aux") or [])
+    labels = dict(stated.get("aux_labels") or {})
+    for plugin, streams in declared.items():
+        for name in streams.aux:
+            count = streams.labels.get(name)
+            if (name in aux or name in labels) and labels.get(name) != count:
+                raise ConfigError(
+                    f"{where}: stream {name} is given as {stream_kind(labels.get(name))}, but plug-in "
+                    f"{plugin} reads it as {stream_kind(count)}; drop it there (plug-ins declare their "
+                    "streams)"
+                )
+            if name not in aux:
+                aux.append(name)
+            if count is not None:
+                labels[name] = count
+    inputs = dict(stated)
+    if aux:
+        inputs["aux"] = aux
+    if labels:
+        inputs["aux_labels"] = labels
+    return inputs
 
 
 def input_files(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
-from nmtvariants.config import check_config, check_experiments
+from nmtvariants.config import check_config, check_experiments, check_streams_made
+from nmtvariants.errors import exit_on_error
 from nmtvariants.resources import missing_resources_message
 
 min_version("9.0")
@@ -24,9 +25,11 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
-check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
-validate(config, "schemas/config.schema.yaml")
-check_experiments(config.get("experiments", {}))
+# A refused config stops here with one line and exit status 2, as the CLI reports it.
+with exit_on_error():
+    check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
+    validate(config, "schemas/config.schema.yaml")
+    check_experiments(config.get("experiments", {}))
 
 
 # Before the first job of a real run (not a dry run): every external resource the enabled experiments
@@ -55,6 +58,14 @@ for _study_rules in sorted(Path(workflow.basedir, "rules", "studies").glob("*.sm
 
 
 close_registries()
+# The streams a run reads come from its plug-ins' declarations; with every study's rules included,
+# each must have a rule that writes it, else stop here naming the experiment, variant and plug-in.
+with exit_on_error():
+    check_streams_made(
+        config,
+        RUNS,
+        lambda path: any(rule.is_producer(path) for rule in workflow.rules),
+    )
 
 
 include: "rules/report.smk"

@@ -12,6 +12,7 @@ from nmtvariants.config import (
     shared_bpe_languages,
     training_runs,
 )
+from nmtvariants.errors import exit_on_error
 from nmtvariants.layout import (
     averaged_model,
     bpe_file,
@@ -344,7 +345,8 @@ def network_vocab_inputs(wildcards):
 # with a {variant} wildcard serves every replica, and RUN_OF maps (experiment, pair, replica).
 
 EXPERIMENTS = config.get("experiments", {})
-RUNS = training_runs(config)
+with exit_on_error():  # a stream restated with another label count than its plug-in's
+    RUNS = training_runs(config)
 RUN_OF = {user: run.id for run in RUNS.values() for user in run.users}
 DECODES = {
     content_id(decode_settings(config, name)): decode_settings(config, name)

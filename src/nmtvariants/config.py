@@ -11,7 +11,7 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -431,3 +431,41 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
             for key, value in spec["resources"].items():
                 run.resources[key] = max(run.resources.get(key, value), value)
     return runs
+
+
+def check_streams_made(
+    config: dict[str, Any], runs: Mapping[str, TrainingRun], made: Callable[[str], bool]
+) -> None:
+    """Stop at start-up when a run reads a stream that no rule writes, naming the experiment, the
+    variant, the plug-in (or config key) that wants it and what writes it. Since plug-ins declare their
+    streams, a run always asks for them; what can be missing is the rule (a user plug-in's new stream,
+    a workflow without the study's rules), and Snakemake would only say which file it lacks.
+    ``made(path)``: whether a rule's output matches ``path`` (the Snakefile passes Snakemake's own test)."""
+    for run in runs.values():
+        for part in ("train_aux", "valid_aux"):
+            for stream, path in (run.settings["data"].get(part) or {}).items():
+                if not made(path):
+                    raise ConfigError(unmade_stream_message(config, run, stream, path))
+
+
+def unmade_stream_message(config: dict[str, Any], run: TrainingRun, stream: str, path: str) -> str:
+    """One line: who reads ``stream`` in the first experiment of ``run``, and that nothing makes ``path``."""
+    from nmtvariants.models.variants import declared_inputs
+
+    experiment, _, replica = run.users[0]
+    variant, _ = parse_replica(replica, experiment_seeds(config, experiment))
+    readers = [
+        (plugin, streams.made_by)
+        for plugin, streams in declared_inputs(run.settings["variant"]).items()
+        if stream in streams.aux
+    ]
+    if not readers:
+        return (
+            f"experiments.{experiment}.inputs.{variant}: the stream {stream} has no rule that writes {path}; "
+            "add one to the study's rules or drop the stream"
+        )
+    plugin, made_by = readers[0]
+    return (
+        f"experiments.{experiment}.variants.{variant}: plug-in {plugin} reads the stream {stream}, but no "
+        f"rule makes {path} (written by {made_by or 'a study rule'}); include that rule or drop the plug-in"
+    )

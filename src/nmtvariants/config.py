@@ -467,5 +467,5 @@ def unmade_stream_message(config: dict[str, Any], run: TrainingRun, stream: str,
     plugin, made_by = readers[0]
     return (
         f"experiments.{experiment}.variants.{variant}: plug-in {plugin} reads the stream {stream}, but no "
-        f"rule makes {path} (written by {made_by or 'a study rule'}); include that rule or drop the plug-in"
+        f"rule makes {path} (written by {made_by}); include that rule or drop the plug-in"
     )

@@ -76,7 +76,7 @@ class PluginInputs:
 
     aux: tuple[str, ...] = ()
     labels: Mapping[str, int] = field(default_factory=dict)
-    made_by: str = ""
+    made_by: str = "a study's rule"
 
 
 def stream_kind(labels: int | None) -> str:

@@ -19,7 +19,7 @@ Options (errors name ``model.variant.sennrich_haddow.<key>``):
 
 * ``labels`` (37): size L of the label inventory, ids 0..L-1; the table has L + 1 rows because the data
   path gives ``</s>`` the label L (a label stream: the run config needs ``data.aux_labels:
-  {dep_labels: L}``, which the plug-in declares: :func:`declared_inputs`). The default is the size of
+  {dep_labels: L}``, which the plug-in declares: :func:`label_stream`). The default is the size of
   :data:`nmtvariants.syntax.dep_labels.UD_RELATIONS`, which ``nmtvariants dep-labels`` writes.
 * ``dim`` (10): the label embedding's width (the authors' ``--tag-embed-dim 10``), 1 <= dim < d_model.
 
@@ -109,7 +109,7 @@ class LabelEmbedding(nn.Module):
         return torch.cat([embedded[..., : embedded.size(-1) - tags.size(-1)], tags], dim=-1)
 
 
-def declared_inputs(raw: Any) -> PluginInputs:
+def label_stream(raw: Any) -> PluginInputs:
     """The label stream, with the count the label table is built for: the ``labels`` option, whose
     default is the UD relation inventory that ``nmtvariants dep-labels`` writes. A count that differed
     from the model's would give ``</s>`` an ordinary label's row, silently."""
@@ -121,7 +121,7 @@ def declared_inputs(raw: Any) -> PluginInputs:
     )
 
 
-@register_variant("sennrich_haddow", inputs=declared_inputs)
+@register_variant("sennrich_haddow", inputs=label_stream)
 def install_sennrich_haddow(model: Transformer, raw: Any) -> None:
     """Put a :class:`LabelEmbedding` into the source embedder's ``feature_transform`` seam."""
     options = TagEmbOptions.parse(raw, model.cfg.d_model)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
-from nmtvariants.config import check_config, check_experiments
+from nmtvariants.config import check_config, check_experiments, check_streams_made
+from nmtvariants.errors import exit_on_error
 from nmtvariants.models.variants import add_plugin_files
 from nmtvariants.resources import missing_resources_message
 
@@ -25,12 +26,14 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
-check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
-validate(config, "schemas/config.schema.yaml")
 # External studies (rules/studies/README.md): `extensions`, relative to the working directory.
 EXTENSIONS = [Path(path).resolve() for path in config.get("extensions", [])]
-add_plugin_files(path for path in EXTENSIONS if path.suffix == ".py")
-check_experiments(config.get("experiments", {}))
+# A refused config stops here with one line and exit status 2, as the CLI reports it.
+with exit_on_error():
+    check_config(config, Path(workflow.basedir) / "schemas/config.schema.yaml")
+    validate(config, "schemas/config.schema.yaml")
+    add_plugin_files(path for path in EXTENSIONS if path.suffix == ".py")
+    check_experiments(config.get("experiments", {}))
 
 
 # Before the first job of a real run (not a dry run): every external resource the enabled experiments
@@ -65,6 +68,14 @@ for _study_rules in (path for path in EXTENSIONS if path.suffix == ".smk"):
 
 
 close_registries([path.stem for path in BUILT_IN_RULES])
+# The streams a run reads come from its plug-ins' declarations; with every study's rules included,
+# each must have a rule that writes it, else stop here naming the experiment, variant and plug-in.
+with exit_on_error():
+    check_streams_made(
+        config,
+        RUNS,
+        lambda path: any(rule.is_producer(path) for rule in workflow.rules),
+    )
 
 
 include: "rules/report.smk"

@@ -12,6 +12,7 @@ from nmtvariants.config import (
     shared_bpe_languages,
     training_runs,
 )
+from nmtvariants.errors import exit_on_error
 from nmtvariants.layout import (
     averaged_model,
     bpe_file,
@@ -357,14 +358,16 @@ def network_vocab_inputs(wildcards):
 # --- train: content-addressed runs, shared between experiments and studies ---------------------
 # models/runs/<run id>/ holds one training run (checkpoints/, final.pt, averaged-last<N>.pt,
 # decode/<decode id>/<testset>.bpe.hyp); the run id is the hash of the run settings (data, model,
-# variant, train settings and seed: nmtvariants.config.run_settings), so identical runs of
+# variant, train settings and seed: nmtvariants.config.run_settings; the data include the streams
+# the variant's plug-ins declare and those `inputs:` states, run.inputs), so identical runs of
 # different experiments are one job. Experiments keep their own post-processed hypotheses and
 # scores under results/<experiment>/<pair>/<replica>/: one replica per seed of `seeds`, named
 # by nmtvariants.config.replica_name (the first seed's is the variant's own name), so every rule
 # with a {variant} wildcard serves every replica, and RUN_OF maps (experiment, pair, replica).
 
 EXPERIMENTS = config.get("experiments", {})
-RUNS = training_runs(config)
+with exit_on_error():  # a stream restated with another label count than its plug-in's
+    RUNS = training_runs(config)
 RUN_OF = {user: run.id for run in RUNS.values() for user in run.users}
 DECODES = {
     content_id(decode_settings(config, name)): decode_settings(config, name)

@@ -315,24 +315,25 @@ rule teststudy_stream:
 
 
 def test_a_variant_with_extra_inputs_trains_and_decodes_with_them(workflow_copy):
-    """`experiments.<e>.inputs.<variant>` reaches the run settings (train and valid files) and the
-    test-set translation (`--aux NAME=FILE`); the study's rule writes the files; the other variant
-    of the same experiment keeps the baseline's settings and so shares its run."""
+    """A stream that `experiments.<e>.inputs.<variant>` states (here of no plug-in) reaches the run
+    settings (train and valid files) and the test-set translation (`--aux NAME=FILE`); the study's
+    rule writes the files; the other variant of the same experiment keeps the baseline's settings and
+    so shares its run."""
     (workflow_copy / "rules" / "studies" / "teststudy.smk").write_text(INPUT_RULES, encoding="utf-8")
     config = yaml.safe_load((workflow_copy / "config.yaml").read_text(encoding="utf-8"))
     baseline = config["experiments"]["baseline"]
     config["experiments"]["withparents"] = {
         **baseline,
-        "variants": {"baseline": {}, "pascal": {"pascal": {}}},
-        "inputs": {"pascal": {"aux": ["teststream_x2"]}},
+        "variants": {"baseline": {}, "simplified": {"decoder_layout": "simplified"}},
+        "inputs": {"simplified": {"aux": ["teststream_x2"]}},
     }
     (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     jobs = plan("results/tables/baseline/withparents.md", cwd=workflow_copy)
     trains = [job for job in jobs if job["rule"] == "train"]
     assert len(trains) == 2  # the baseline variant is the baseline experiment's run
-    (pascal,) = [job for job in trains if "teststream_x2" in job["shell"]]
+    (reader,) = [job for job in trains if "teststream_x2" in job["shell"]]
     settings = json.loads(
-        shlex.split(pascal["shell"])[shlex.split(pascal["shell"]).index("--config-json") + 1]
+        shlex.split(reader["shell"])[shlex.split(reader["shell"]).index("--config-json") + 1]
     )
     folder = "data/toyworld/en-de/inputs"
     assert settings["data"]["train_aux"] == {"teststream_x2": f"{folder}/train.teststream_x2"}
@@ -344,6 +345,43 @@ def test_a_variant_with_extra_inputs_trains_and_decodes_with_them(workflow_copy)
     assert len(translations) == 2 and len(with_aux) == 1
     words = shlex.split(with_aux[0]["shell"])
     assert words[words.index("--aux") + 1] == f"teststream_x2={folder}/test.teststream_x2"
+
+
+STREAM_PLUGIN = """
+from nmtvariants.models.variants import PluginInputs, register_variant
+
+
+@register_variant("test_stream", inputs=PluginInputs(aux=("teststream_x2",), made_by="rule teststudy_stream"))
+def install(model, options):
+    pass
+"""
+
+
+def test_a_plugins_stream_without_a_rule_stops_the_run_at_start_up_and_with_it_is_planned(workflow_copy):
+    """A plug-in declares its stream and the config says nothing: without the study rule that writes it
+    the workflow stops in one line (status 2); with it, the run reads the files the rule makes."""
+    plugin = workflow_copy / "test_stream.py"
+    plugin.write_text(STREAM_PLUGIN, encoding="utf-8")
+    env = {"NMTV_PLUGINS": str(plugin)}
+    config = yaml.safe_load((workflow_copy / "config.yaml").read_text(encoding="utf-8"))
+    config["experiments"]["baseline"]["variants"]["streamed"] = {"test_stream": {}}
+    (workflow_copy / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = snakemake("-n", cwd=workflow_copy, env_extra=env)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "nmtvariants: error: experiments.baseline.variants.streamed: plug-in test_stream reads the stream "
+        "teststream_x2, but no rule makes data/toyworld/en-de/inputs/train.teststream_x2 (written by rule "
+        "teststudy_stream); include that rule or drop the plug-in"
+    )
+    (workflow_copy / "rules" / "studies" / "teststudy.smk").write_text(INPUT_RULES, encoding="utf-8")
+    result = snakemake(
+        "-n", "-p", "--forceall", "results/tables/baseline/baseline.md", cwd=workflow_copy, env_extra=env
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    made = {job["output"] for job in dry_run_jobs(result.stdout) if job["rule"] == "teststudy_stream"}
+    assert made == {
+        f"data/toyworld/en-de/inputs/{split}.teststream_x2" for split in ("train", "valid", "test")
+    }
 
 
 def test_inputs_of_an_unknown_variant_stop_the_run_at_start_up(workflow_copy):

@@ -1,5 +1,5 @@
 # Bugliarello & Okazaki (2020), PASCAL: parses -> parent and label streams -> the syntax-aware variants'
-# runs (experiments with `study: bugliarello2020`, their `inputs:` naming the streams) -> Table 1
+# runs (experiments with `study: bugliarello2020`; each plug-in declares the streams it reads) -> Table 1
 # (BLEU, ‡ against the Transformer, RIBES for Japanese), Figure 2 (BLEU by source length) and Table 3
 # (PASCAL layer and variance ablations). Library: nmtvariants.studies.bugliarello2020 (tables, gold
 # trees) and bugliarello2020_plan (what the rules build from the config). Seeds: Tables 1 and 3 give
@@ -14,8 +14,9 @@
 # and sizes in `parser_train`) and scores them on the treebank's test set (parser.md: UPOS, UAS, LAS
 # on gold words, CoNLL 2018 conventions); other languages' models are the user's.
 # Streams, data/<corpus>/<pair>/inputs/<split>.<name>, line-parallel with bpe/<split>.<src>:
-#   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H:
-#   `inputs: {sennrich_haddow: {aux: [dep_labels], aux_labels: {dep_labels: 37}}}`).
+#   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H, a label
+#   stream: UD relations). The plug-ins declare them (register_variant(..., inputs=...)), so a run of any
+#   study with one of these variants reads them and these rules write them; no config restates them.
 # Experiments listed in `studies.bugliarello2020.ablations` go to Table 3 only (without any, Table 3
 # lists the PASCAL variants of the Table 1 experiments).
 #

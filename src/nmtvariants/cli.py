@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nmtvariants import __version__
-from nmtvariants.errors import NMTVariantsError
+from nmtvariants.errors import EXIT_STATUS, NMTVariantsError
 
 PACKAGE = "nmtvariants"
 
@@ -234,5 +234,5 @@ def main(argv: list[str] | None = None) -> int:
         result = args.func(args)
     except NMTVariantsError as error:
         print(f"nmtvariants {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_STATUS
     return int(result or 0)

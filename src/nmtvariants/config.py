@@ -11,7 +11,7 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,8 +246,45 @@ def content_id(value: Any) -> str:
 
 
 def variant_inputs(config: dict[str, Any], experiment: str, variant: str) -> dict[str, Any]:
-    """The extra inputs a variant's encoders read (``experiments.<e>.inputs.<variant>``), or {}."""
-    return dict((config["experiments"][experiment].get("inputs") or {}).get(variant) or {})
+    """The extra inputs a variant's run reads, or {}: the streams its plug-ins declare
+    (:func:`nmtvariants.models.variants.declared_inputs`) added to what ``experiments.<e>.inputs.<variant>``
+    states (further sources, a feature grid, a derived corpus: choices of the study, not of a plug-in).
+    Stated streams come first, so a config that still restates a plug-in's streams keeps its run."""
+    from nmtvariants.models.variants import declared_inputs  # torch: only where a variant is read
+
+    spec = config["experiments"][experiment]
+    stated = dict((spec.get("inputs") or {}).get(variant) or {})
+    declared = declared_inputs(spec["variants"][variant] or {})
+    return with_declared_streams(stated, declared, f"experiments.{experiment}.inputs.{variant}")
+
+
+def with_declared_streams(stated: dict[str, Any], declared: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``stated`` inputs with every stream of ``declared`` (plug-in -> PluginInputs) added; a stream
+    stated with another label count than its plug-in's (or as positions) is a ConfigError at ``where``,
+    since the data would then give ``</s>`` a label the model reads as an ordinary one."""
+    from nmtvariants.models.variants import stream_kind
+
+    aux = list(stated.get("aux") or [])
+    labels = dict(stated.get("aux_labels") or {})
+    for plugin, streams in declared.items():
+        for name in streams.aux:
+            count = streams.labels.get(name)
+            if (name in aux or name in labels) and labels.get(name) != count:
+                raise ConfigError(
+                    f"{where}: stream {name} is given as {stream_kind(labels.get(name))}, but plug-in "
+                    f"{plugin} reads it as {stream_kind(count)}; drop it there (plug-ins declare their "
+                    "streams)"
+                )
+            if name not in aux:
+                aux.append(name)
+            if count is not None:
+                labels[name] = count
+    inputs = dict(stated)
+    if aux:
+        inputs["aux"] = aux
+    if labels:
+        inputs["aux_labels"] = labels
+    return inputs
 
 
 def input_files(
@@ -394,3 +431,41 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
             for key, value in spec["resources"].items():
                 run.resources[key] = max(run.resources.get(key, value), value)
     return runs
+
+
+def check_streams_made(
+    config: dict[str, Any], runs: Mapping[str, TrainingRun], made: Callable[[str], bool]
+) -> None:
+    """Stop at start-up when a run reads a stream that no rule writes, naming the experiment, the
+    variant, the plug-in (or config key) that wants it and what writes it. Since plug-ins declare their
+    streams, a run always asks for them; what can be missing is the rule (a user plug-in's new stream,
+    a workflow without the study's rules), and Snakemake would only say which file it lacks.
+    ``made(path)``: whether a rule's output matches ``path`` (the Snakefile passes Snakemake's own test)."""
+    for run in runs.values():
+        for part in ("train_aux", "valid_aux"):
+            for stream, path in (run.settings["data"].get(part) or {}).items():
+                if not made(path):
+                    raise ConfigError(unmade_stream_message(config, run, stream, path))
+
+
+def unmade_stream_message(config: dict[str, Any], run: TrainingRun, stream: str, path: str) -> str:
+    """One line: who reads ``stream`` in the first experiment of ``run``, and that nothing makes ``path``."""
+    from nmtvariants.models.variants import declared_inputs
+
+    experiment, _, replica = run.users[0]
+    variant, _ = parse_replica(replica, experiment_seeds(config, experiment))
+    readers = [
+        (plugin, streams.made_by)
+        for plugin, streams in declared_inputs(run.settings["variant"]).items()
+        if stream in streams.aux
+    ]
+    if not readers:
+        return (
+            f"experiments.{experiment}.inputs.{variant}: the stream {stream} has no rule that writes {path}; "
+            "add one to the study's rules or drop the stream"
+        )
+    plugin, made_by = readers[0]
+    return (
+        f"experiments.{experiment}.variants.{variant}: plug-in {plugin} reads the stream {stream}, but no "
+        f"rule makes {path} (written by {made_by}); include that rule or drop the plug-in"
+    )

@@ -21,6 +21,13 @@ seams (``attn.kv_transform``, ``attn.score_transform``, ``SubLayer.residual_from
 parameters). Because installation happens in ``build_model``, the parameters are part of the model and
 ``load_model`` rebuilds the same structure from the stored config. Plug-ins are installed in sorted key
 order, so that a composed variant (e.g. PASCAL + shortcuts + simplified decoder) always builds the same way.
+
+A plug-in that reads source-aligned integer streams (parents, dependency labels) declares them where it
+is registered (``register_variant(name, inputs=PluginInputs(...))``); a run's data settings follow from
+that declaration (:func:`declared_inputs`, used by :func:`nmtvariants.config.variant_inputs`), so that
+no config restates what a plug-in needs and a run without them stops at start-up. The multi-source
+strategies declare nothing: their further sources and feature grid are named by the study's config
+(which languages, which image features), not by the strategy.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import importlib.util
 import os
 import pkgutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,13 +64,42 @@ PLUGIN_PACKAGE = "nmtvariants.plugins"
 PLUGINS: dict[str, Installer] = {}
 
 
-def register_variant(name: str) -> Callable[[Installer], Installer]:
-    """Decorator: ``@register_variant("pascal") def install(model, options): ...``."""
+@dataclass(frozen=True)
+class PluginInputs:
+    """The source-aligned integer streams a plug-in reads (``data/<corpus>/<pair>/inputs/<split>.<name>``
+    in the workflow, ``data.train_aux`` / ``valid_aux`` in a run config).
+
+    ``aux``: the stream names; ``labels``: those of them that hold label ids rather than positions, with
+    the label count (``data.aux_labels``: ``</s>`` gets the count); ``made_by``: what writes them, for
+    the start-up error of a run that lacks them.
+    """
+
+    aux: tuple[str, ...] = ()
+    labels: Mapping[str, int] = field(default_factory=dict)
+    made_by: str = "a study's rule"
+
+
+def stream_kind(labels: int | None) -> str:
+    """How a stream is read, for messages: ``positions``, or ``<L> labels`` for a label stream."""
+    return "positions" if labels is None else f"{labels} labels"
+
+
+# A plug-in's declaration: fixed, or computed from its options (a label count that is an option).
+InputsDeclaration = PluginInputs | Callable[[Any], PluginInputs]
+PLUGIN_INPUTS: dict[str, InputsDeclaration] = {}
+
+
+def register_variant(name: str, inputs: InputsDeclaration | None = None) -> Callable[[Installer], Installer]:
+    """Decorator: ``@register_variant("pascal", inputs=PluginInputs(aux=("parents_x2",)))
+    def install(model, options): ...``; ``inputs``: the streams the plug-in reads, if any."""
 
     def decorate(installer: Installer) -> Installer:
         if name in CORE_KEYS:
             raise ValueError(f"{name!r} is a core variant switch")
         PLUGINS[name] = installer
+        PLUGIN_INPUTS.pop(name, None)
+        if inputs is not None:
+            PLUGIN_INPUTS[name] = inputs
         return installer
 
     return decorate
@@ -71,6 +107,19 @@ def register_variant(name: str) -> Callable[[Installer], Installer]:
 
 def unregister_variant(name: str) -> None:
     PLUGINS.pop(name, None)
+    PLUGIN_INPUTS.pop(name, None)
+
+
+def declared_inputs(variant: Mapping[str, Any]) -> dict[str, PluginInputs]:
+    """Plug-in key -> the streams it reads with its options, for each plug-in of ``variant`` that
+    declares any, in installation order. Unknown keys are :func:`check_variant`'s to report."""
+    load_plugins()
+    declared = {}
+    for key in sorted(variant):
+        declaration = PLUGIN_INPUTS.get(key)
+        if declaration is not None:
+            declared[key] = declaration(variant[key]) if callable(declaration) else declaration
+    return declared
 
 
 PLUGIN_PATH_VARIABLE = "NMTV_PLUGINS"

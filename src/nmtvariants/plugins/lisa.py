@@ -74,7 +74,7 @@ from torch import nn
 
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.models.interfaces import AUX_PAD, AuxLosses, StackContext
-from nmtvariants.models.variants import init_plugin_parameters, register_variant
+from nmtvariants.models.variants import PluginInputs, init_plugin_parameters, register_variant
 from nmtvariants.syntax.parents import FIRST_STREAM
 
 if TYPE_CHECKING:
@@ -82,6 +82,11 @@ if TYPE_CHECKING:
 
 KEY = "model.variant.lisa"
 STREAM = FIRST_STREAM  # the first-subword parents that `nmtvariants parents --mode first` writes
+# Only the auxiliary loss reads the stream, but the workflow also hands it to translation (harmless).
+INPUTS = PluginInputs(
+    aux=(STREAM,),
+    made_by="`nmtvariants parents --mode first` on the parsed source, rule bugliarello2020_parents",
+)
 TERM = "lisa_parent"
 SCORERS = ("bilinear", "dot")
 
@@ -202,7 +207,7 @@ class ParentHeadLoss(nn.Module):
         return scores
 
 
-@register_variant("lisa")
+@register_variant("lisa", inputs=INPUTS)
 def install_lisa(model: Transformer, raw: Any) -> None:
     """Put a :class:`ParentHeadLoss` into the ``score_transform`` seam of the chosen encoder layer."""
     options = LisaOptions.parse(raw)

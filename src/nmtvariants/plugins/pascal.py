@@ -12,7 +12,8 @@ distance of every key from the query token's dependency parent (eqs 1-3)::
 before masking and softmax, then softmax over j and the values as in any head. The other heads and
 layers are untouched. ``p_t`` is the middle subword position of token t's parent
 (:mod:`nmtvariants.syntax.parents`), read from the ``parents_x2`` aux stream (:data:`PARENTS_STREAM`:
-2 x the position, integers, so half positions are exact; ``</s>`` points to itself).
+2 x the position, integers, so half positions are exact; ``</s>`` points to itself). The plug-in
+declares the stream (:data:`INPUTS`), so a run of the workflow reads it without its config saying so.
 
 Options and defaults (the paper's):
 
@@ -52,7 +53,7 @@ from torch import nn
 
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.models.interfaces import AUX_PAD, StackContext
-from nmtvariants.models.variants import register_variant
+from nmtvariants.models.variants import PluginInputs, register_variant
 from nmtvariants.syntax.parents import MIDDLE_STREAM
 
 if TYPE_CHECKING:
@@ -61,6 +62,11 @@ if TYPE_CHECKING:
 
 KEY = "model.variant.pascal"
 PARENTS_STREAM = MIDDLE_STREAM
+# Training, validation and translation all read the parents (the workflow's data settings follow).
+INPUTS = PluginInputs(
+    aux=(PARENTS_STREAM,),
+    made_by="`nmtvariants parents --mode middle` on the parsed source, rule bugliarello2020_parents",
+)
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,7 @@ class ParentScaling(nn.Module):
         return torch.cat([scaled, scores[:, self.heads :]], dim=1)
 
 
-@register_variant("pascal")
+@register_variant("pascal", inputs=INPUTS)
 def install_pascal(model: Transformer, raw: Any) -> None:
     """Put :class:`ParentScaling` into the ``score_transform`` seam of the chosen encoder layer."""
     options = PascalOptions.parse(raw)

@@ -19,8 +19,8 @@ Options (errors name ``model.variant.sennrich_haddow.<key>``):
 
 * ``labels`` (37): size L of the label inventory, ids 0..L-1; the table has L + 1 rows because the data
   path gives ``</s>`` the label L (a label stream: the run config needs ``data.aux_labels:
-  {dep_labels: L}``). The default is :data:`nmtvariants.syntax.dep_labels.UD_RELATIONS`, which
-  ``nmtvariants dep-labels`` writes.
+  {dep_labels: L}``, which the plug-in declares: :func:`label_stream`). The default is the size of
+  :data:`nmtvariants.syntax.dep_labels.UD_RELATIONS`, which ``nmtvariants dep-labels`` writes.
 * ``dim`` (10): the label embedding's width (the authors' ``--tag-embed-dim 10``), 1 <= dim < d_model.
 
 The label stream ``dep_labels`` is an *input*: training, translation and scoring all need it
@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from nmtvariants.errors import ConfigError, InputError
-from nmtvariants.models.variants import init_plugin_parameters, register_variant
+from nmtvariants.models.variants import PluginInputs, init_plugin_parameters, register_variant
 from nmtvariants.syntax.dep_labels import STREAM, UD_RELATIONS
 
 if TYPE_CHECKING:
@@ -109,7 +109,19 @@ class LabelEmbedding(nn.Module):
         return torch.cat([embedded[..., : embedded.size(-1) - tags.size(-1)], tags], dim=-1)
 
 
-@register_variant("sennrich_haddow")
+def label_stream(raw: Any) -> PluginInputs:
+    """The label stream, with the count the label table is built for: the ``labels`` option, whose
+    default is the UD relation inventory that ``nmtvariants dep-labels`` writes. A count that differed
+    from the model's would give ``</s>`` an ordinary label's row, silently."""
+    labels = raw.get("labels", TagEmbOptions.labels) if isinstance(raw, dict) else TagEmbOptions.labels
+    return PluginInputs(
+        aux=(STREAM,),
+        labels={STREAM: labels},
+        made_by="`nmtvariants dep-labels` on the parsed source, rule bugliarello2020_dep_labels",
+    )
+
+
+@register_variant("sennrich_haddow", inputs=label_stream)
 def install_sennrich_haddow(model: Transformer, raw: Any) -> None:
     """Put a :class:`LabelEmbedding` into the source embedder's ``feature_transform`` seam."""
     options = TagEmbOptions.parse(raw, model.cfg.d_model)

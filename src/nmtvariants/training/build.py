@@ -19,6 +19,7 @@ from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError
 from nmtvariants.models import ModelConfig, model_config
 from nmtvariants.models import build_model as build_transformer
+from nmtvariants.models.variants import declared_inputs, stream_kind
 from nmtvariants.training.distributed import DistInfo
 from nmtvariants.training.objective import LossModule
 from nmtvariants.training.schedule import NoamSchedule, scale_for_peak
@@ -75,11 +76,36 @@ def _load_split(
     return binarize(src, tgt, vocab, max_len=max_len, extras=extras)
 
 
+def check_declared_inputs(config: RunConfig) -> None:
+    """Every stream the variant's plug-ins declare is named for each text split, with the declared
+    label count: a run config written by hand without ``data.train_aux`` then stops before any data
+    is read, not inside the first training step. Binarised splits (``*_bin``) carry their own streams."""
+    data = config.data
+    parts = [part for part in ("train", "valid") if getattr(data, f"{part}_src")]
+    for plugin, streams in declared_inputs(config.variant).items():
+        for name in streams.aux:
+            for part in parts:
+                if name not in getattr(data, f"{part}_aux"):
+                    raise ConfigError(
+                        f"data.{part}_aux: variant {plugin} reads the stream {name}, which the run config "
+                        f"does not name; give data.train_aux and data.valid_aux {{{name}: FILE}} "
+                        f"(written by {streams.made_by})"
+                    )
+            count = streams.labels.get(name)
+            given = data.aux_labels.get(name)
+            if parts and given != count:
+                raise ConfigError(
+                    f"data.aux_labels: variant {plugin} reads the stream {name} as {stream_kind(count)}, "
+                    f"the run config gives {stream_kind(given)}; make data.aux_labels agree"
+                )
+
+
 def load_data(
     config: RunConfig, vocab: Vocabulary, max_positions: int, feature_channels: int | None = None
 ) -> tuple[ParallelData, ParallelData | None]:
     """Binarise (or load) the training and validation pairs with their extra inputs, all checked
     here, before training starts; drop pairs the model cannot embed."""
+    check_declared_inputs(config)
     data, train = config.data, config.train
     limit = max_positions - 1  # </s> takes one position
     max_len = min(train.max_len, limit) if train.max_len else limit

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nmtvariants.cli import main
 from nmtvariants.errors import InputError
 from nmtvariants.reporting.manifest import (
     Entry,
@@ -92,3 +93,10 @@ def test_a_command_names_the_missing_role_name_and_files(tmp_path):
     with pytest.raises(InputError, match=r"no such manifest"):
         read_manifest(tmp_path / "none.json")
 
+
+def test_a_table_command_reports_a_bad_manifest_as_one_line(tmp_path, capsys):
+    (tmp_path / "m.json").write_text('[{"files": {"gates": "nowhere.csv"}}]', encoding="utf-8")
+    args = ["emelin2019-gates", "--manifest", str(tmp_path / "m.json"), "--title", "G"]
+    assert main([*args, "--out", str(tmp_path / "gates.md")]) == 2
+    assert "1 file(s) it names are missing: nowhere.csv" in capsys.readouterr().err
+    assert not (tmp_path / "gates.md").exists()

@@ -19,11 +19,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import sacrebleu
+from manifests import score_manifest
 from workflow_configs import dry_run_jobs, snakemake
 
 from nmtvariants.cli import main
 from nmtvariants.evaluation.significance import REPLICA_METHOD
 from nmtvariants.fileio import write_lines
+from nmtvariants.reporting.manifest import Entry, write_manifest
 
 SEEDS = [1, 2, 3]
 SAMPLES, TEST_SEED = 100, 7
@@ -242,9 +244,10 @@ def test_bugliarello_table1_gives_mean_sd_over_seeds_and_the_replica_test(record
 def test_emelin_tables_give_mean_sd_over_seeds_and_the_replica_test(recorded):
     tmp = recorded["tmp"]
     files = [path for variant in OUTPUTS for path in recorded["scores"][variant]]
-    seeds = [str(seed) for _ in OUTPUTS for seed in SEEDS]
+    seeds = [seed for _ in OUTPUTS for seed in SEEDS]
     table1 = tmp / "table1_bleu.md"
-    args = ["--scores", *files, "--seeds", *seeds, "--title", "T1", "--out", str(table1)]
+    manifest = score_manifest(tmp / "m1.json", files, seeds)
+    args = ["--manifest", manifest, "--title", "T1", "--out", str(table1)]
     assert main(["emelin2019-bleu", *args]) == 0
     bleu = pd.read_csv(table1.with_suffix(".csv"))
     for variant in OUTPUTS:
@@ -258,19 +261,9 @@ def test_emelin_tables_give_mean_sd_over_seeds_and_the_replica_test(recorded):
     assert "over 3 seeds (1, 2, 3)" in table1.read_text(encoding="utf-8")
 
     table4 = tmp / "table4.md"
-    switches = json.dumps({"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}}})
-    args = [
-        "--scores",
-        *files,
-        "--seeds",
-        *seeds,
-        "--switches",
-        switches,
-        "--title",
-        "T4",
-        "--out",
-        str(table4),
-    ]
+    switches = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}}}
+    manifest = score_manifest(tmp / "m4.json", files, seeds, switches)
+    args = ["--manifest", manifest, "--title", "T4", "--out", str(table4)]
     assert main(["emelin2019-variants", *args]) == 0
     variants = pd.read_csv(table4.with_suffix(".csv")).set_index("variant")
     delta = statistics.mean(recorded["bleu"]["lexical"]) - statistics.mean(recorded["bleu"]["baseline"])
@@ -278,7 +271,9 @@ def test_emelin_tables_give_mean_sd_over_seeds_and_the_replica_test(recorded):
     assert variants.loc["lexical", "BLEU sd"] == pytest.approx(statistics.stdev(recorded["bleu"]["lexical"]))
 
     boot = tmp / "bootstrap.md"
-    args = ["--result", f"lexical/test={recorded['significance']}", "--title", "B", "--out", str(boot)]
+    test = Entry({"significance": recorded["significance"]}, "toy", "en-de", "lexical", testset="test")
+    manifest = str(write_manifest(tmp / "mb.json", [test]))
+    args = ["--manifest", manifest, "--title", "B", "--out", str(boot)]
     assert main(["emelin2019-bootstrap", *args]) == 0
     table = pd.read_csv(boot.with_suffix(".csv")).set_index("variant")
     for variant in OUTPUTS:

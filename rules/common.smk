@@ -508,11 +508,16 @@ def significance_replica_args(wildcards, input):
 # A study's table (or figure-data) rule hands its command every input in one manifest file
 # (nmtvariants.reporting.manifest). The rule names the function of the wildcards that gives the
 # manifest's entries (its study plan's) once for `input:` and once for `params: manifest=`, so that what
-# Snakemake tracks and what the command reads cannot drift; `shell: WRITE_MANIFEST + "nmtvariants
-# <table> --manifest {log.manifest:q} ..."` writes the manifest beside the table's log (kept after a
+# Snakemake tracks and what the command reads cannot drift; its `shell: with_manifest("nmtvariants
+# <table> --manifest {log.manifest:q} ...")` writes the manifest beside the table's log (kept after a
 # failure: the command can be rerun by hand from it) and runs the command.
 
-WRITE_MANIFEST = "printf '%s\\n' {params.manifest:q} > {log.manifest:q} && "
+WRITE_MANIFEST = "printf '%s\\n' {params.manifest:q} > {log.manifest:q}"
+
+
+def with_manifest(command):
+    """A table rule's shell: write its manifest (params.manifest) to log.manifest, then run `command`."""
+    return f"{WRITE_MANIFEST} && {command}"
 
 
 def manifest_files(entries_of):
@@ -521,7 +526,7 @@ def manifest_files(entries_of):
 
 
 def manifest_text(entries_of):
-    """`params: manifest=` of a table rule: the manifest that WRITE_MANIFEST writes."""
+    """`params: manifest=` of a table rule: the manifest that with_manifest writes."""
     return lambda wildcards: manifest_json(entries_of(wildcards))
 
 

@@ -388,9 +388,10 @@ rule bugliarello2020_parser_table:
     params:
         manifest=manifest_text(lambda wc: b20.parser_manifest(config, CORPORA)),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants bugliarello2020-parser-table --manifest {log.manifest:q} --out {output.md:q}"
-        " > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-parser-table --manifest {log.manifest:q} --out {output.md:q}"
+            " > {log.out:q} 2>&1"
+        )
 
 
 rule bugliarello2020_table1:
@@ -412,9 +413,10 @@ rule bugliarello2020_table1:
     params:
         manifest=manifest_text(lambda wc: B20_TABLE1_MANIFEST),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants bugliarello2020-table --table main --manifest {log.manifest:q} --out {output.md:q}"
-        " > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-table --table main --manifest {log.manifest:q} --out {output.md:q}"
+            " > {log.out:q} 2>&1"
+        )
 
 
 rule bugliarello2020_table3:
@@ -436,9 +438,10 @@ rule bugliarello2020_table3:
     params:
         manifest=manifest_text(lambda wc: B20_TABLE3_MANIFEST),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants bugliarello2020-table --table ablation --manifest {log.manifest:q}"
-        " --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-table --table ablation --manifest {log.manifest:q}"
+            " --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule bugliarello2020_length_csv:
@@ -460,5 +463,6 @@ rule bugliarello2020_length_csv:
     params:
         manifest=manifest_text(lambda wc: b20.figure_manifest(config, wc.task)),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants bugliarello2020-length --manifest {log.manifest:q} --out {output:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-length --manifest {log.manifest:q} --out {output:q} > {log.out:q} 2>&1"
+        )

@@ -397,9 +397,10 @@ rule emelin2019_bleu:
         title=lambda wc: EMELIN_PLAN.bleu_tables[wc.table][0],
         mean=lambda wc: EMELIN_PLAN.mean_args(wc.table),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants emelin2019-bleu --manifest {log.manifest:q} {params.mean:q}"
-        " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-bleu --manifest {log.manifest:q} {params.mean:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_variants:
@@ -422,8 +423,10 @@ rule emelin2019_variants:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.variants_manifest()),
         title="Table 4: shortcut variants (EN-DE)",
     shell:
-        WRITE_MANIFEST + "nmtvariants emelin2019-variants --manifest {log.manifest:q}"
-        " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-variants --manifest {log.manifest:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_bootstrap:
@@ -446,9 +449,10 @@ rule emelin2019_bootstrap:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.bootstrap_manifest()),
         title=lambda wc: f"sacreBLEU and chrF against the baseline ({EMELIN_PLAN.analysed}, EN-DE)",
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants emelin2019-bootstrap --manifest {log.manifest:q} --title {params.title:q}"
-        " --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-bootstrap --manifest {log.manifest:q} --title {params.title:q}"
+            " --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_params_speed:
@@ -474,9 +478,10 @@ rule emelin2019_params_speed:
         title="Table 5: parameters and training speed relative to the baseline",
         note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.analysed),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants emelin2019-params --manifest {log.manifest:q} {params.note:q}"
-        " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-params --manifest {log.manifest:q} {params.note:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_probes:
@@ -518,9 +523,10 @@ rule emelin2019_probes:
             ),
         ],
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants emelin2019-probes --manifest {log.manifest:q} --group-kind {params.kind:q}"
-        " {params.note:q} --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-probes --manifest {log.manifest:q} --group-kind {params.kind:q}"
+            " {params.note:q} --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_gates:
@@ -546,9 +552,10 @@ rule emelin2019_gates:
         title="Shortcut gate activations per layer",
         note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.analysed),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants emelin2019-gates --manifest {log.manifest:q} {params.note:q}"
-        " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-gates --manifest {log.manifest:q} {params.note:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_contrawsd_table:
@@ -572,9 +579,10 @@ rule emelin2019_contrawsd_table:
         title="ContraWSD: accuracy overall, per sense and per frequency class",
         note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.contrawsd[0]),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants emelin2019-contrawsd --manifest {log.manifest:q} {params.note:q}"
-        " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-contrawsd --manifest {log.manifest:q} {params.note:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_curves:
@@ -598,6 +606,7 @@ rule emelin2019_curves:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.curves_manifest(wc.kind)),
         value=lambda wc: "accuracy" if wc.kind == "probes" else "cosine",
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants emelin2019-curves --manifest {log.manifest:q} --value {params.value:q}"
-        " --side {wildcards.side:q} --out {output:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-curves --manifest {log.manifest:q} --value {params.value:q}"
+            " --side {wildcards.side:q} --out {output:q} > {log.out:q} 2>&1"
+        )

@@ -379,8 +379,9 @@ rule libovicky2018_attention_figure_data:
     params:
         manifest=manifest_text(lambda wc: LIBOVICKY2018.attention_manifest()),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants libovicky2018-join --manifest {log.manifest:q} --csv {output:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants libovicky2018-join --manifest {log.manifest:q} --csv {output:q} > {log.out:q} 2>&1"
+        )
 
 
 # --- Tables 1 and 2 --------------------------------------------------------------------------------
@@ -410,7 +411,8 @@ rule libovicky2018_table:
         title=lambda wc: lib.TITLES[wc.table],
         notes=LIBOVICKY2018.table_notes,
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants libovicky2018-table --manifest {log.manifest:q} --table {wildcards.table:q}"
-        " {params.conditions:q} --title {params.title:q} --notes {params.notes:q}"
-        " --output {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants libovicky2018-table --manifest {log.manifest:q} --table {wildcards.table:q}"
+            " {params.conditions:q} --title {params.title:q} --notes {params.notes:q}"
+            " --output {output.md:q} > {log.out:q} 2>&1"
+        )

@@ -237,9 +237,10 @@ rule yang2020_table:
         manifest=manifest_text(lambda wc: YANG.tables[wc.table]),
         kind=lambda wc: TABLE_KINDS[wc.table],
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants yang2020-table --kind {params.kind:q} --manifest {log.manifest:q}"
-        " --out {output.md:q} > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants yang2020-table --kind {params.kind:q} --manifest {log.manifest:q}"
+            " --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule yang2020_probe_figures:
@@ -263,9 +264,10 @@ rule yang2020_probe_figures:
     params:
         manifest=manifest_text(lambda wc: YANG.figure_entries(YANG.probed, "probes")),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants yang2020-figure-data --kind probes --manifest {log.manifest:q}"
-        " --outdir results/figures/yang2020 > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants yang2020-figure-data --kind probes --manifest {log.manifest:q}"
+            " --outdir results/figures/yang2020 > {log.out:q} 2>&1"
+        )
 
 
 rule yang2020_aer_figures:
@@ -290,6 +292,7 @@ rule yang2020_aer_figures:
             lambda wc: YANG.figure_entries(YANG.aligned, "layer_aer")
         ),
     shell:
-        WRITE_MANIFEST
-        + "nmtvariants yang2020-figure-data --kind aer --manifest {log.manifest:q}"
-        " --outdir results/figures/yang2020 > {log.out:q} 2>&1"
+        with_manifest(
+            "nmtvariants yang2020-figure-data --kind aer --manifest {log.manifest:q}"
+            " --outdir results/figures/yang2020 > {log.out:q} 2>&1"
+        )

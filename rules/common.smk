@@ -21,6 +21,7 @@ from nmtvariants.layout import (
     final_model,
     run_folder,
 )
+from nmtvariants.reporting.manifest import manifest_inputs, manifest_json
 
 # Shared names, wildcard constraints and the target registries. Rules pass paths and parameters;
 # all logic lives in src/nmtvariants. Every value that reaches a `shell:` command is quoted there
@@ -527,6 +528,29 @@ def significance_replica_args(wildcards, input):
 
 
 # --- tables ------------------------------------------------------------------------------------
+# A study's table (or figure-data) rule hands its command every input in one manifest file
+# (nmtvariants.reporting.manifest). The rule names the function of the wildcards that gives the
+# manifest's entries (its study plan's) once for `input:` and once for `params: manifest=`, so that what
+# Snakemake tracks and what the command reads cannot drift; its `shell: with_manifest("nmtvariants
+# <table> --manifest {log.manifest:q} ...")` writes the manifest beside the table's log (kept after a
+# failure: the command can be rerun by hand from it) and runs the command.
+
+WRITE_MANIFEST = "printf '%s\\n' {params.manifest:q} > {log.manifest:q}"
+
+
+def with_manifest(command):
+    """A table rule's shell: write its manifest (params.manifest) to log.manifest, then run `command`."""
+    return f"{WRITE_MANIFEST} && {command}"
+
+
+def manifest_files(entries_of):
+    """`input:` of a table rule: every file its manifest names (nmtvariants.reporting.manifest)."""
+    return lambda wildcards: manifest_inputs(entries_of(wildcards))
+
+
+def manifest_text(entries_of):
+    """`params: manifest=` of a table rule: the manifest that with_manifest writes."""
+    return lambda wildcards: manifest_json(entries_of(wildcards))
 
 
 def preprocessing_table_inputs(wildcards):

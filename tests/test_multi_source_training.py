@@ -29,6 +29,7 @@ from nmtvariants.evaluation.adversarial import summarize_adversarial
 from nmtvariants.evaluation.results import write_scores_json
 from nmtvariants.models import build_model, model_config
 from nmtvariants.models.interfaces import SourceInputs
+from nmtvariants.reporting.manifest import Entry, write_manifest
 from nmtvariants.vision.features import standardise_regions
 
 VOCAB, CHANNELS, REGIONS, BATCH, STEPS = 24, 64, 4, 32, 150
@@ -195,8 +196,10 @@ def scores(path: Path, bleu: float, meteor: float, ref: Path) -> Path:
 def test_table2_has_one_row_per_strategy_with_each_language_deranged(tmp_path):
     ref = tmp_path / "test.cs"
     ref.write_text("a\nb\nc\n", encoding="utf-8")
-    args = ["--system", "en-cs:test=single-source baseline"]
-    args += ["--clean", str(scores(tmp_path / "baseline.json", 30.0, 50.0, ref))]
+    baseline = str(scores(tmp_path / "baseline.json", 30.0, 50.0, ref))
+    rows = [
+        Entry({"clean": baseline}, "e", "en-cs", "baseline", testset="test", label="single-source baseline")
+    ]
     expected = [["single-source baseline", 30.0, 50.0] + [None] * 9]
     for row, strategy in enumerate(STRATEGIES, start=2):
         clean = scores(tmp_path / f"{strategy}.json", 31.0 + row, 51.0 + row, ref)
@@ -209,20 +212,15 @@ def test_table2_has_one_row_per_strategy_with_each_language_deranged(tmp_path):
         }
         summary = tmp_path / f"{strategy}.adversarial.json"
         summary.write_text(json.dumps(summarize_adversarial(clean, deranged)), encoding="utf-8")
-        args += [
-            "--system",
-            f"en-cs:test={strategy}",
-            "--clean",
-            str(clean),
-            "--adversarial",
-            f"{row}={summary}",
-        ]
+        files = {"clean": str(clean), "adversarial": str(summary)}
+        rows.append(Entry(files, "e", "en-cs", strategy, testset="test", label=strategy))
         # mean over seeds 1-3 of 10k + row + seed = 10k + row + 2, sample std 1
         expected.append(
             [strategy, 31.0 + row, 51.0 + row, *[v for k in (1, 2, 3) for v in (10 * k + row + 2, 1.0, 3)]]
         )
     out = tmp_path / "table2_multisource.md"
-    command = ["libovicky2018-table", "--table", "table2_multisource", *args]
+    manifest = str(write_manifest(tmp_path / "manifest.json", rows))
+    command = ["libovicky2018-table", "--table", "table2_multisource", "--manifest", manifest]
     assert main([*command, "--title", "Table 2", "--notes", "toy", "--output", str(out)]) == 0
     frame = pd.read_csv(out.with_suffix(".csv"))
     columns = ["system", "BLEU", "METEOR (NLTK, English resources)"] + [

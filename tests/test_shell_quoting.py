@@ -106,13 +106,18 @@ def test_a_real_download_through_a_hostile_mirror_path_executes_nothing(tmp_path
 
 
 def test_every_shell_value_is_quoted():
-    """Source audit: in every `shell:` of the rules, each substituted value carries `:q`, except the
-    job's thread count, resources (integers) and flag params that hold a constant option."""
+    """Source audit: in every `shell:` of the rules (a table rule's wrapped in rules/common.smk's
+    with_manifest, whose WRITE_MANIFEST is audited with them), each substituted value carries `:q`,
+    except the job's thread count, resources (integers) and flag params that hold a constant option."""
     allowed = re.compile(r"^(threads|resources\.\w+|params\.(lowercase|aggressive|escape|truecased))$")
     found = 0
     for path in [REPO / "Snakefile", *sorted((REPO / "rules").rglob("*.smk"))]:
         text = path.read_text(encoding="utf-8")
-        for block in re.findall(r"shell:\n((?:\s+(?:launch\()?\"[^\n]*\n|\s+\)\n)+)", text):
+        blocks = re.findall(
+            r"shell:\n((?:\s+(?:launch\(|with_manifest\()?\"[^\n]*\n|\s+\)\n|\s+with_manifest\(\n)+)",
+            text,
+        )
+        for block in blocks + re.findall(r"\nWRITE_MANIFEST = (\"[^\n]*)\n", text):
             for field in re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", block):
                 found += 1
                 name, _, spec = field.partition(":")

@@ -12,6 +12,7 @@ import shutil
 import pandas as pd
 import pytest
 import torch
+from manifests import files_manifest
 from stanza.models import parser as stanza_parser
 from stanza.models import tagger as stanza_tagger
 from workflow_configs import REPO, snakemake
@@ -250,7 +251,8 @@ def test_tiny_parser_trained_offline_on_ewt_is_scored_and_parses(real_data, tmp_
     assert 0 < scores["las"] <= scores["uas"] <= 100 and scores["training"] == record
 
     table = tmp_path / "parser.md"
-    assert main(["bugliarello2020-parser-table", "--scores", str(scores_path), "--out", str(table)]) == 0
+    manifest = files_manifest(tmp_path / "parser.manifest.json", "scores", [scores_path], label="en")
+    assert main(["bugliarello2020-parser-table", "--manifest", manifest, "--out", str(table)]) == 0
     row = pd.read_csv(table.with_suffix(".csv")).iloc[0]
     assert (row["lang"], row["train sentences"], row["parser steps"]) == ("en", 200, 30)
     assert row["LAS"] == round(scores["las"], 2) and "UAS" in table.read_text()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from manifests import planned_manifest
 from test_multitask import recursive
 from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 
@@ -18,6 +19,7 @@ from nmtvariants.cli import main as cli_main
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import read_lines, write_lines
 from nmtvariants.reporting.deviations import check_registry
+from nmtvariants.reporting.manifest import Entry, write_manifest
 from nmtvariants.studies.bugliarello2020 import (
     DEVIATIONS,
     TABLE_KEYS,
@@ -135,6 +137,23 @@ def entry(tmp_path: Path, variant: str, switches: dict, bleu: float, sig=None, p
     }
 
 
+def manifest(path: Path, systems: list[dict]) -> str:
+    """The manifest a rule writes for these systems (the table builders' records): an entry per replica's
+    scores, then one with the significance test, the switches and derived corpus in every entry's info."""
+    written = []
+    for system in systems:
+        names = {key: system[key] for key in ("experiment", "pair", "variant")}
+        info = {"switches": system["switches"], "derived": system.get("derived")}
+        scores = system["scores"] if isinstance(system["scores"], list) else [system["scores"]]
+        seeds = system.get("seeds") or [None] * len(scores)
+        for seed, path_ in zip(seeds, scores, strict=True):
+            written.append(Entry({"scores": path_}, **names, seed=seed, testset=system["testset"], info=info))
+        if system.get("significance"):
+            files = {"significance": system["significance"]}
+            written.append(Entry(files, **names, testset=system["testset"], info=info))
+    return str(write_manifest(path, written))
+
+
 def test_table1_marks_what_is_significant_against_the_transformer(tmp_path):
     entries = [  # systems out of the paper's order: the table puts them back
         entry(tmp_path, "pascal", {"pascal": {"heads": 2}}, 21.5, (1.496, 0.004)),
@@ -210,12 +229,8 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
         entry(tmp_path, "pascal", {"pascal": {}}, 21.5, (1.5, 0.004)),
     ]
     out = tmp_path / "table1.md"
-    assert (
-        cli_main(
-            ["bugliarello2020-table", "--table", "main", "--manifest", json.dumps(entries), "--out", str(out)]
-        )
-        == 0
-    )
+    run = ["bugliarello2020-table", "--table", "main", "--manifest", manifest(tmp_path / "m.json", entries)]
+    assert cli_main([*run, "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert "Table 1" in text
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| toy")]
@@ -260,17 +275,20 @@ def test_each_table_carries_the_deviations_of_its_systems_and_no_others(tmp_path
         {**entry(tmp_path, "mt", {}, 20.1, (0.1, 0.6)), "derived": "multitask"},
         entry(tmp_path, "transformer", {}, 30.0, pair="en-ja", ribes=80.0),
     ]
-    run = ["bugliarello2020-table", "--manifest"]
-    assert cli_main([*run, json.dumps(plain), "--table", "main", "--out", str(tmp_path / "a.md")]) == 0
-    assert written_deviations(tmp_path / "a.md") == ["stanza_parser", "two_sided_bootstrap"]
-    assert cli_main([*run, json.dumps(full), "--table", "main", "--out", str(tmp_path / "b.md")]) == 0
-    assert written_deviations(tmp_path / "b.md") == [
+
+    def written(name: str, systems: list[dict], table: str) -> list[str]:
+        out = tmp_path / f"{name}.md"
+        run = ["bugliarello2020-table", "--manifest", manifest(tmp_path / f"{name}.json", systems)]
+        assert cli_main([*run, "--table", table, "--out", str(out)]) == 0
+        return written_deviations(out)
+
+    assert written("a", plain, "main") == ["stanza_parser", "two_sided_bootstrap"]
+    assert written("b", full, "main") == [
         "stanza_parser", "ud_labels", "dependency_linearisation", "two_sided_bootstrap",
         "japanese_tokenisation",
     ]  # fmt: skip
     ablation = [entry(tmp_path, "pascal", {"pascal": {}}, 21.5, (1.5, 0.004))]
-    assert cli_main([*run, json.dumps(ablation), "--table", "ablation", "--out", str(tmp_path / "c.md")]) == 0
-    assert written_deviations(tmp_path / "c.md") == ["stanza_parser", "two_sided_bootstrap"]
+    assert written("c", ablation, "ablation") == ["stanza_parser", "two_sided_bootstrap"]
     assert "CoreNLP" in (tmp_path / "c.md").read_text(encoding="utf-8")
 
 
@@ -398,15 +416,18 @@ def test_the_demo_has_sh_and_multitask_with_their_inputs_runs_and_table1_rows():
     assert sum(f"--input {derived}/test.en" in shell for shell in translations) == 1
     assert sum(f"--vocab {derived}/vocab.txt" in shell for shell in translations) == 1
     (table,) = [job for job in jobs if job["rule"] == "bugliarello2020_table1"]
-    manifest = json.loads(shlex.split(table["shell"])[shlex.split(table["shell"]).index("--manifest") + 1])
-    assert [(item["variant"], item["derived"]) for item in manifest] == [
+    written = planned_manifest(table["shell"])
+    rows = {(item["variant"], item["info"]["derived"]): None for item in written}
+    assert list(rows) == [
         ("transformer", None),
         ("pascal", None),
         ("lisa", None),
         ("sennrich_haddow", None),
         ("multitask", "multitask"),
     ]
-    assert manifest[-1]["significance"] == "results/bugliarello2020/en-de/multitask/test.significance.json"
+    assert written[-1]["files"] == {
+        "significance": "results/bugliarello2020/en-de/multitask/test.significance.json"
+    }
 
 
 def test_table1_names_the_multitask_baseline_from_its_derived_corpus(tmp_path):
@@ -535,6 +556,4 @@ def test_an_ablation_list_must_name_experiments_of_the_study():
     config["studies"]["bugliarello2020"]["ablations"] = ["bugliarello2020"]
     check(config)
     assert main_experiments(config) == [] and ablation_experiments(config) == ["bugliarello2020"]
-    assert [e["variant"] for e in entries(config, ablation_experiments(config), pascal_only=True)] == [
-        "pascal"
-    ]
+    assert {e.variant for e in entries(config, ablation_experiments(config), pascal_only=True)} == {"pascal"}

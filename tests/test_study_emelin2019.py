@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import sacrebleu
 import yaml
+from manifests import files_manifest, planned_manifest, score_manifest
 from model_fixtures import single_thread
 from sacrebleu.significance import PairedTest
 from workflow_configs import REPO, dry_run_jobs, snakemake, write_config
@@ -26,6 +27,7 @@ from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.vocab import EOS_ID, SPECIALS, Vocabulary
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import write_lines
+from nmtvariants.reporting.manifest import Entry, write_manifest
 from nmtvariants.studies import emelin2019 as tables
 from nmtvariants.syntax.conllu import make_sentence, write_conllu
 
@@ -193,9 +195,9 @@ def test_the_params_command_reads_count_params_and_train_logs(tmp_path):
         "lexical": write_train_log(tmp_path / "l.csv", [(900, 1.0), (900, 2.0)]),
     }
     out = tmp_path / "table5.md"
-    args = ["emelin2019-params", "--title", "T5", "--out", str(out), "--count"]
-    args += [f"e/{v}={p}" for v, p in counts.items()] + ["--log"] + [f"e/{v}={p}" for v, p in logs.items()]
-    assert main(args) == 0
+    runs = [Entry({"count": str(counts[v]), "train_log": str(logs[v])}, "e", "en-de", v) for v in counts]
+    manifest = write_manifest(tmp_path / "manifest.json", runs)
+    assert main(["emelin2019-params", "--title", "T5", "--out", str(out), "--manifest", str(manifest)]) == 0
     rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
     d, layers = 64, 4  # tiny: d 64, 2 + 2 self-attention sub-layers, each gated with 2d^2 + 2d (eqs 5-10)
     baseline = int(counts["baseline"].read_text().split()[0])
@@ -279,10 +281,8 @@ def test_contrawsd_table_from_the_contrawsd_command(tmp_path):
     assert main(["contrawsd", "--json", str(testset), "--scores", str(scores), "--out-json", str(result),
                  "--out-csv", str(tmp_path / "r.csv")]) == 0  # fmt: skip
     out = tmp_path / "contrawsd.md"
-    assert (
-        main(["emelin2019-contrawsd", "--result", f"lexical={result}", "--title", "W", "--out", str(out)])
-        == 0
-    )
+    manifest = files_manifest(tmp_path / "m.json", "contrawsd", [result], variant="lexical")
+    assert main(["emelin2019-contrawsd", "--manifest", manifest, "--title", "W", "--out", str(out)]) == 0
     rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
     assert [(r["breakdown"], r["group"], r["correct"], r["total"]) for r in rows] == [
         ("overall", "all", 1, 3),
@@ -402,7 +402,8 @@ def test_the_decoder_probes_break_down_by_target_pos(tmp_path):
     with single_thread():
         assert main(args) == 0
     out = tmp_path / "probes_pos.md"
-    assert main(["emelin2019-probes", "--csv", str(probes), "--group-kind", "pos", "--title", "P",
+    manifest = files_manifest(tmp_path / "m.json", "probes", [probes])
+    assert main(["emelin2019-probes", "--manifest", manifest, "--group-kind", "pos", "--title", "P",
                  "--out", str(out)]) == 0  # fmt: skip
     table = pd.read_csv(out.with_suffix(".csv"))
     assert list(table.columns) == ["variant", "side", "layer", "DET", "NOUN", "VERB", "all"]
@@ -423,7 +424,8 @@ def test_the_pos_table_leaves_a_label_of_one_side_empty_on_the_other(tmp_path):
     csv_path = tmp_path / "probes.csv"
     pd.concat([rows, decoder]).to_csv(csv_path, index=False)
     out = tmp_path / "pos.md"
-    assert main(["emelin2019-probes", "--csv", str(csv_path), "--group-kind", "pos", "--title", "P",
+    manifest = files_manifest(tmp_path / "m.json", "probes", [csv_path])
+    assert main(["emelin2019-probes", "--manifest", manifest, "--group-kind", "pos", "--title", "P",
                  "--out", str(out)]) == 0  # fmt: skip
     table = pd.read_csv(out.with_suffix(".csv"))
     assert list(table.columns) == ["variant", "side", "layer", "DET", "NOUN", "PRON", "all"]
@@ -466,7 +468,7 @@ SYSTEMS = {
 def test_the_bootstrap_table_equals_sacrebleus_own_paired_test(tmp_path, monkeypatch):
     """`significance` per variant and test set, then the table; against sacreBLEU's corpus scores and its
     own PairedTest run here with the same seed (the second test set: the first three lines)."""
-    specs = []
+    entries = []
     for testset, lines in (("t16", slice(None)), ("t18", slice(0, 3))):
         for name, hyps in SYSTEMS.items():
             write_lines(tmp_path / f"{name}.{testset}.hyp", hyps[lines])
@@ -493,9 +495,10 @@ def test_the_bootstrap_table_equals_sacrebleus_own_paired_test(tmp_path, monkeyp
             str(result),
         ]
         assert main(args) in (0, None)
-        specs.append(f"lexical/{testset}={result}")
+        entries.append(Entry({"significance": str(result)}, "e", "en-de", "lexical", testset=testset))
     out = tmp_path / "bootstrap.md"
-    assert main(["emelin2019-bootstrap", "--result", *specs, "--title", "B", "--out", str(out)]) == 0
+    manifest = str(write_manifest(tmp_path / "manifest.json", entries))
+    assert main(["emelin2019-bootstrap", "--manifest", manifest, "--title", "B", "--out", str(out)]) == 0
     table = pd.read_csv(out.with_suffix(".csv"))
     assert list(table.columns) == [
         "variant", "testset", "n", "BLEU", "BLEU sd", "Δ BLEU", "p (BLEU)", "chrF", "chrF sd", "Δ chrF",
@@ -553,7 +556,8 @@ def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
         paths.append(tmp_path / f"{index}.scores.json")
         paths[-1].write_text(json.dumps(record), encoding="utf-8")
     out = tmp_path / "table2.md"
-    args = ["emelin2019-bleu", "--scores", *map(str, paths), "--exclude-pairs", "en-de", "--title", "T2"]
+    table2 = [path for path, record in zip(paths, RECORDS, strict=True) if "/en-de/" not in record["system"]]
+    args = ["emelin2019-bleu", "--manifest", score_manifest(tmp_path / "m.json", table2), "--title", "T2"]
     assert main([*args, "--out", str(out)]) == 0
     written = pd.read_csv(out.with_suffix(".csv"))
     shown = ["experiment", "pair", "variant", "testset", "n", "tok. BLEU", "BLEU"]
@@ -565,7 +569,7 @@ def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
     assert written["BLEU seed ?"].tolist() == [10.0, 10.0]  # a plain folder without --seeds
     assert "1 seed (?)" in out.read_text(encoding="utf-8")
     provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
-    assert [source["path"] for source in provenance["sources"]] == [path.as_posix() for path in paths]
+    assert [source["path"] for source in provenance["sources"]] == [path.as_posix() for path in table2]
     assert out.read_text(encoding="utf-8").startswith("# T2\n")
 
 
@@ -588,22 +592,25 @@ def test_tables_carry_the_deviations_that_apply_to_them_and_no_others(tmp_path):
         return keys, out.read_text(encoding="utf-8")
 
     lexical = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}}}
-    keys, text = written("emelin2019-variants", "--scores", *paths, "--switches", json.dumps(lexical))
+    manifest = score_manifest(tmp_path / "m.json", paths, None, lexical)
+    keys, text = written("emelin2019-variants", "--manifest", manifest)
     assert keys == [] and "Deviations from the paper" not in text
     non_lexical = {
         "baseline": {},
         "lexical": {"shortcuts": {"kind": "feature_fusion", "source": "n_minus_2"}},
     }
-    keys, text = written("emelin2019-variants", "--scores", *paths, "--switches", json.dumps(non_lexical))
+    manifest = score_manifest(tmp_path / "m.json", paths, None, non_lexical)
+    keys, text = written("emelin2019-variants", "--manifest", manifest)
     assert keys == ["non_lexical_shortcuts"]
     assert text.endswith(f"- {by_key['non_lexical_shortcuts'].text}\n")
     probes = tmp_path / "probes.csv"
     probe_rows().to_csv(probes, index=False)
-    keys, text = written("emelin2019-probes", "--csv", str(probes), "--group-kind", "pos")
+    manifest = files_manifest(tmp_path / "probes.json", "probes", [probes])
+    keys, text = written("emelin2019-probes", "--manifest", manifest, "--group-kind", "pos")
     assert keys == ["pos_tags"] and "TreeTagger" in text
-    keys, text = written("emelin2019-probes", "--csv", str(probes), "--group-kind", "frequency_bin")
+    keys, text = written("emelin2019-probes", "--manifest", manifest, "--group-kind", "frequency_bin")
     assert keys == [] and by_key["pos_tags"].text not in text
-    assert written("emelin2019-bleu", "--scores", *paths)[0] == []
+    assert written("emelin2019-bleu", "--manifest", score_manifest(tmp_path / "m.json", paths))[0] == []
 
 
 # --- the workflow ----------------------------------------------------------------------------------------
@@ -776,7 +783,7 @@ def test_table_3_scores_table_1s_test_sets_and_averages_exactly_those(full_scale
         for testset in table1_testsets
     )
     seeds = [seed for _ in MAIN_VARIANTS for seed in (1, 2, 3) for _ in table1_testsets]
-    assert f"--seeds {' '.join(map(str, seeds))} " in table3["shell"]
+    assert [entry["seed"] for entry in planned_manifest(table3["shell"])] == seeds
     assert f"--mean-testsets {' '.join(table1_testsets)} " in table3["shell"]
     (table1,) = [
         job for job in full_scale_jobs if job["rule"] == "emelin2019_bleu" and "table1_bleu" in job["output"]
@@ -790,7 +797,8 @@ def test_the_table_3_command_notes_its_mean(tmp_path):
         paths.append(tmp_path / f"{index}.scores.json")
         paths[-1].write_text(json.dumps(record), encoding="utf-8")
     out = tmp_path / "table3.md"
-    args = ["emelin2019-bleu", "--scores", *map(str, paths), "--mean-testsets", "nt14", "nt15"]
+    args = ["emelin2019-bleu", "--manifest", score_manifest(tmp_path / "m.json", paths)]
+    args += ["--mean-testsets", "nt14", "nt15"]
     assert main([*args, "--title", "T3", "--out", str(out)]) == 0
     table = pd.read_csv(out.with_suffix(".csv"))
     mean = table[["experiment", "pair", "variant", "testset", "tok. BLEU", "BLEU"]].values.tolist()[-1]

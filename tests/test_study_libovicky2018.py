@@ -5,7 +5,6 @@ test_shared_bpe.py)."""
 from __future__ import annotations
 
 import json
-import shlex
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from manifests import planned_manifest
 from model_fixtures import single_thread
 from workflow_configs import REPO as ROOT
 from workflow_configs import dry_run_jobs, snakemake
@@ -27,6 +27,7 @@ from nmtvariants.evaluation.adversarial import summarize_adversarial
 from nmtvariants.evaluation.results import write_scores_json
 from nmtvariants.models import build_model, capture, model_config
 from nmtvariants.reporting.deviations import check_registry
+from nmtvariants.reporting.manifest import Entry, write_manifest
 from nmtvariants.studies.libovicky2018 import (
     DEVIATIONS,
     TABLE_KEYS,
@@ -228,13 +229,17 @@ def test_over_three_training_seeds_each_row_is_mean_and_sample_sd(tmp_path):
 
 def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_path):
     out = tmp_path / "tables" / "table1_mmt.md"
+    rows = [  # no training seed recorded: seed '?'
+        Entry({"clean": str(score_files["baseline"])}, "e", "en-de", "baseline", testset="test",
+              label="text-only baseline"),
+        Entry({"clean": str(score_files["flat"]), "adversarial": str(score_files["summary"])}, "e", "en-de",
+              "flat", testset="test", label="flat"),
+    ]  # fmt: skip
     code = main(
         [
-            "libovicky2018-table", "--table", "table1_mmt", "--condition", "nltk_meteor",
+            "libovicky2018-table", "--manifest", str(write_manifest(tmp_path / "m.json", rows)),
+            "--table", "table1_mmt", "--condition", "nltk_meteor",
             "--condition", "untrained_image_features", "--condition", "standardised_image_features",
-            "--system", "en-de:test=text-only baseline", "--clean", str(score_files["baseline"]),
-            "--system", "en-de:test=flat", "--clean", str(score_files["flat"]),
-            "--adversarial", f"2={score_files['summary']}",
             "--title", "Table 1", "--notes", "toy", "--output", str(out),
         ]
     )  # fmt: skip
@@ -264,7 +269,11 @@ def test_table2_carries_the_multisource_deviations_and_not_the_image_ones(score_
     out = tmp_path / "table2_multisource.md"
     args = ["libovicky2018-table", "--table", "table2_multisource", "--condition", "nltk_meteor"]
     args += ["--condition", "multi30k_sources"]
-    args += ["--system", "en-cs:test=single-source baseline", "--clean", str(score_files["baseline"])]
+    row = Entry(
+        {"clean": str(score_files["baseline"])}, "e", "en-cs", "baseline", testset="test",
+        label="single-source baseline",
+    )  # fmt: skip
+    args += ["--manifest", str(write_manifest(tmp_path / "m.json", [row]))]
     assert main([*args, "--title", "Table 2", "--output", str(out)]) == 0
     provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
     assert provenance["deviations"] == ["meteor", "bpe", "baseline_vocabulary", "multi30k_sources"]
@@ -335,15 +344,13 @@ def test_table2_plans_the_further_source_and_its_derangements():
     }
 
 
-def table_replicas(job: dict[str, str]) -> dict[str, list[tuple[str, str]]]:
-    """Row -> (training seed, result folder) of each --clean of a planned libovicky2018_table job."""
-    words = shlex.split(job["shell"])
-    replicas: dict[str, list[tuple[str, str]]] = {}
-    for k, word in enumerate(words):
-        if word == "--row":
-            row, seed, clean = words[k + 1], words[k + 3], words[k + 5]
-            assert (words[k + 2], words[k + 4]) == ("--seed", "--clean")
-            replicas.setdefault(row, []).append((seed, clean.split("/")[4]))
+def table_replicas(job: dict[str, str]) -> dict[tuple, list[tuple[int, str]]]:
+    """Row (system) -> (training seed, result folder) of each clean score file of a planned
+    libovicky2018_table job's manifest."""
+    replicas: dict[tuple, list[tuple[int, str]]] = {}
+    for entry in planned_manifest(job["shell"]):
+        row = (entry["experiment"], entry["pair"], entry["variant"], entry["testset"])
+        replicas.setdefault(row, []).append((entry["seed"], entry["files"]["clean"].split("/")[4]))
     return replicas
 
 
@@ -358,7 +365,7 @@ def test_with_three_seeds_the_table_reads_three_replicas_per_variant(table):
     assert replicas
     for row in replicas.values():
         variant = row[0][1]
-        assert row == [("1", variant), ("2", f"{variant}-seed2"), ("3", f"{variant}-seed3")]
+        assert row == [(1, variant), (2, f"{variant}-seed2"), (3, f"{variant}-seed3")]
     summaries = [job["output"] for job in jobs if job["rule"] == "libovicky2018_adversarial"]
     deranged = {path.split("/")[4] for path in summaries}  # every replica of a multi-input system
     firsts = {name for name in deranged if "-seed" not in name}
@@ -426,10 +433,9 @@ def test_join_labels_one_line_per_series_and_memory(tmp_path):
     pd.DataFrame({"layer": [1, 1], "memory": ["en", "image"], "share": [0.25, 0.75]}).to_csv(mmt, index=False)
     pd.DataFrame({"layer": [1, 1], "memory": ["en", "fr"], "share": [0.5, 0.5]}).to_csv(multi, index=False)
     out = tmp_path / "joined.csv"
-    assert (
-        main(["libovicky2018-join", "--input", f"MMT={mmt}", "--input", f"MS={multi}", "--csv", str(out)])
-        == 0
-    )
+    series = [Entry({"attention": str(mmt)}, label="MMT"), Entry({"attention": str(multi)}, label="MS")]
+    manifest = str(write_manifest(tmp_path / "m.json", series))
+    assert main(["libovicky2018-join", "--manifest", manifest, "--csv", str(out)]) == 0
     joined = pd.read_csv(out)
     assert joined["label"].tolist() == ["MMT: en", "MMT: image", "MS: en", "MS: fr"]
     assert joined["share"].tolist() == [0.25, 0.75, 0.5, 0.5]

@@ -13,17 +13,20 @@ import json
 import re
 import shlex
 import statistics
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import sacrebleu
+from manifests import planned_manifest, score_manifest
 from workflow_configs import dry_run_jobs, snakemake
 
 from nmtvariants.cli import main
 from nmtvariants.evaluation.significance import REPLICA_METHOD
 from nmtvariants.fileio import write_lines
+from nmtvariants.reporting.manifest import Entry, write_manifest
 
 SEEDS = [1, 2, 3]
 SAMPLES, TEST_SEED = 100, 7
@@ -89,8 +92,9 @@ def test_the_one_seed_demo_tests_one_output_against_one():
         ]
         assert len(option_values(job["shell"], "--baseline")) == 1
     (manifest_job,) = [job for job in jobs if job["rule"] == "bugliarello2020_table1"]
-    manifest = json.loads(option_values(manifest_job["shell"], "--manifest")[0])
-    assert all(len(entry["scores"]) == 1 and len(entry["seeds"]) == 1 for entry in manifest)
+    written = planned_manifest(manifest_job["shell"])
+    replicas = Counter((e["pair"], e["variant"], e["testset"]) for e in written if "scores" in e["files"])
+    assert replicas and set(replicas.values()) == {1}
 
 
 # --- the tables from three recorded seeds ------------------------------------------------------------
@@ -202,15 +206,15 @@ def method_note() -> str:
 
 
 def test_bugliarello_table1_gives_mean_sd_over_seeds_and_the_replica_test(recorded):
-    entries = [
-        {"experiment": "toy", "pair": "en-de", "testset": "test", "variant": variant, "switches": switches,
-         "scores": recorded["scores"][variant], "seeds": SEEDS, "significance": significance}
-        for variant, switches, significance in (
-            ("baseline", {}, None), ("lexical", {"pascal": {}}, recorded["significance"]),
-        )
-    ]  # fmt: skip
+    entries = []
+    for variant, switches in (("baseline", {}), ("lexical", {"pascal": {}})):
+        info = {"switches": switches, "derived": None}
+        for seed, scores in zip(SEEDS, recorded["scores"][variant], strict=True):
+            entries.append(Entry({"scores": scores}, "toy", "en-de", variant, seed, "test", info=info))
+    test = {"significance": recorded["significance"]}
+    entries.append(Entry(test, "toy", "en-de", "lexical", testset="test", info=entries[-1].info))
     out = recorded["tmp"] / "table1.md"
-    manifest = json.dumps(entries)
+    manifest = str(write_manifest(recorded["tmp"] / "m1.json", entries))
     assert main(["bugliarello2020-table", "--table", "main", "--manifest", manifest, "--out", str(out)]) == 0
     table = pd.read_csv(out.with_suffix(".csv")).set_index("variant")
     p_value = independent_p(OUTPUTS["baseline"], OUTPUTS["lexical"], REFS)
@@ -232,7 +236,8 @@ def test_bugliarello_table1_gives_mean_sd_over_seeds_and_the_replica_test(record
     assert method_note() in " ".join(text.split())
     # Table 3 reads the same result (one test per variant) and shows the same spread
     out3 = recorded["tmp"] / "table3.md"
-    assert main(["bugliarello2020-table", "--table", "ablation", "--manifest", json.dumps(entries[1:]),
+    manifest = str(write_manifest(recorded["tmp"] / "m3.json", entries[len(SEEDS) :]))
+    assert main(["bugliarello2020-table", "--table", "ablation", "--manifest", manifest,
                  "--out", str(out3)]) == 0  # fmt: skip
     ablation = pd.read_csv(out3.with_suffix(".csv"))
     assert ablation["BLEU sd"].tolist() == pytest.approx([statistics.stdev(recorded["bleu"]["lexical"])])
@@ -242,9 +247,10 @@ def test_bugliarello_table1_gives_mean_sd_over_seeds_and_the_replica_test(record
 def test_emelin_tables_give_mean_sd_over_seeds_and_the_replica_test(recorded):
     tmp = recorded["tmp"]
     files = [path for variant in OUTPUTS for path in recorded["scores"][variant]]
-    seeds = [str(seed) for _ in OUTPUTS for seed in SEEDS]
+    seeds = [seed for _ in OUTPUTS for seed in SEEDS]
     table1 = tmp / "table1_bleu.md"
-    args = ["--scores", *files, "--seeds", *seeds, "--title", "T1", "--out", str(table1)]
+    manifest = score_manifest(tmp / "m1.json", files, seeds)
+    args = ["--manifest", manifest, "--title", "T1", "--out", str(table1)]
     assert main(["emelin2019-bleu", *args]) == 0
     bleu = pd.read_csv(table1.with_suffix(".csv"))
     for variant in OUTPUTS:
@@ -258,19 +264,9 @@ def test_emelin_tables_give_mean_sd_over_seeds_and_the_replica_test(recorded):
     assert "over 3 seeds (1, 2, 3)" in table1.read_text(encoding="utf-8")
 
     table4 = tmp / "table4.md"
-    switches = json.dumps({"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}}})
-    args = [
-        "--scores",
-        *files,
-        "--seeds",
-        *seeds,
-        "--switches",
-        switches,
-        "--title",
-        "T4",
-        "--out",
-        str(table4),
-    ]
+    switches = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}}}
+    manifest = score_manifest(tmp / "m4.json", files, seeds, switches)
+    args = ["--manifest", manifest, "--title", "T4", "--out", str(table4)]
     assert main(["emelin2019-variants", *args]) == 0
     variants = pd.read_csv(table4.with_suffix(".csv")).set_index("variant")
     delta = statistics.mean(recorded["bleu"]["lexical"]) - statistics.mean(recorded["bleu"]["baseline"])
@@ -278,7 +274,9 @@ def test_emelin_tables_give_mean_sd_over_seeds_and_the_replica_test(recorded):
     assert variants.loc["lexical", "BLEU sd"] == pytest.approx(statistics.stdev(recorded["bleu"]["lexical"]))
 
     boot = tmp / "bootstrap.md"
-    args = ["--result", f"lexical/test={recorded['significance']}", "--title", "B", "--out", str(boot)]
+    test = Entry({"significance": recorded["significance"]}, "toy", "en-de", "lexical", testset="test")
+    manifest = str(write_manifest(tmp / "mb.json", [test]))
+    args = ["--manifest", manifest, "--title", "B", "--out", str(boot)]
     assert main(["emelin2019-bootstrap", *args]) == 0
     table = pd.read_csv(boot.with_suffix(".csv")).set_index("variant")
     for variant in OUTPUTS:

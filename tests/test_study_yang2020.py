@@ -10,7 +10,6 @@ import gzip
 import json
 import math
 import re
-import shlex
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 import torch
 import yaml
 from data_sources import RealData
+from manifests import planned_manifest
 from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.cli import main
@@ -29,6 +29,7 @@ from nmtvariants.errors import InputError
 from nmtvariants.models import build_model, model_config
 from nmtvariants.models.config import study_overrides
 from nmtvariants.reporting.deviations import check_registry
+from nmtvariants.reporting.manifest import Entry, write_manifest
 from nmtvariants.studies.yang2020 import (
     DEVIATIONS,
     TABLE_KEYS,
@@ -56,6 +57,25 @@ def system(
     variant: str, layout: str | None = None, depth: int = 2, experiment: str = "e", pair: str = "en-de"
 ):
     return System(experiment, pair, variant, layout or variant, "tiny", depth, depth == 2)
+
+
+def manifest(path: Path, entries: list[dict]) -> str:
+    """The manifest a yang2020 rule would write for these entries (a system's dict, its seed, test set
+    and files; an AER entry's ``csv`` is its ``layer_aer``, its gold set, corpus and seeds go in info)."""
+    written = []
+    for entry in entries:
+        system, rest = dict(entry["system"]), {k: v for k, v in entry.items() if k != "system"}
+        names = {key: system.pop(key) for key in ("experiment", "pair", "variant")}
+        files = {
+            role: rest.pop(role)
+            for role in ("scores", "checkpoint", "train_log", "decode_speed")
+            if role in rest
+        }
+        if "csv" in rest:
+            files["layer_aer"] = rest.pop("csv")
+        seed, testset = rest.pop("seed", None), rest.pop("testset", None)
+        written.append(Entry(files, **names, seed=seed, testset=testset, info={**system, **rest}))
+    return str(write_manifest(path, written))
 
 
 def score_file(path: Path, bleu: float, chrf: float) -> Path:
@@ -276,7 +296,17 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
     ]  # fmt: skip
     out = tmp_path / "table1_layouts.md"
     assert (
-        main(["yang2020-table", "--kind", "layouts", "--entries", json.dumps(entries), "--out", str(out)])
+        main(
+            [
+                "yang2020-table",
+                "--kind",
+                "layouts",
+                "--manifest",
+                manifest(tmp_path / "m.json", entries),
+                "--out",
+                str(out),
+            ]
+        )
         == 0
     )
     rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
@@ -297,8 +327,8 @@ def test_the_table_command_gives_mean_sd_and_n_over_seeds_and_says_1_seed_for_on
         for seed, score in zip((1, 2, 3), bleu, strict=True)
     ]  # fmt: skip
     out = tmp_path / "table2_depth.md"
-    args = ["yang2020-table", "--kind", "depth", "--out", str(out), "--entries"]
-    assert main([*args, json.dumps(entries)]) == 0
+    args = ["yang2020-table", "--kind", "depth", "--out", str(out), "--manifest"]
+    assert main([*args, manifest(tmp_path / "m.json", entries)]) == 0
     (row,) = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
     assert row["n"] == 3 and row["BLEU"] == pytest.approx(statistics.mean(bleu))
     assert row["BLEU sd"] == pytest.approx(statistics.stdev(bleu))
@@ -306,7 +336,7 @@ def test_the_table_command_gives_mean_sd_and_n_over_seeds_and_says_1_seed_for_on
     text = out.read_text(encoding="utf-8")
     assert f"{statistics.mean(bleu):.2f} ± {statistics.stdev(bleu):.2f}" in text
     assert "over 3 seeds (1, 2, 3)" in text
-    assert main([*args, json.dumps(entries[:1])]) == 0
+    assert main([*args, manifest(tmp_path / "m1.json", entries[:1])]) == 0
     text = out.read_text(encoding="utf-8")
     assert "1 seed (1)" in text and "±" not in text.split("\n\n")[1]  # the table itself
 
@@ -315,10 +345,36 @@ def test_the_aer_table_says_which_seed_was_analysed(tmp_path):
     entry = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
              "gold": "own", "corpus": "toyworld", "seed": 1, "seeds": [1, 2, 3]}  # fmt: skip
     out = tmp_path / "layer_aer.md"
-    assert main(["yang2020-table", "--kind", "aer", "--entries", json.dumps([entry]), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "yang2020-table",
+                "--kind",
+                "aer",
+                "--manifest",
+                manifest(tmp_path / "m.json", [entry]),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "Seed 1 only" in out.read_text(encoding="utf-8")
     one = {**entry, "seeds": [1]}
-    assert main(["yang2020-table", "--kind", "aer", "--entries", json.dumps([one]), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "yang2020-table",
+                "--kind",
+                "aer",
+                "--manifest",
+                manifest(tmp_path / "m1.json", [one]),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = out.read_text(encoding="utf-8")
     assert "1 seed (1)" in text and "Seed 1 only" not in text
 
@@ -338,7 +394,18 @@ def test_tables_carry_their_deviations_from_the_paper_and_no_others(tmp_path):
                     "scores": str(score_file(tmp_path / f"{pair}.json", 30.0, 55.0))}]  # fmt: skip
         out = tmp_path / f"{kind}-{pair}.md"
         assert (
-            main(["yang2020-table", "--kind", kind, "--entries", json.dumps(entries), "--out", str(out)]) == 0
+            main(
+                [
+                    "yang2020-table",
+                    "--kind",
+                    kind,
+                    "--manifest",
+                    manifest(tmp_path / f"{kind}-{pair}.json", entries),
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
         )
         keys = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))["deviations"]
         return keys, out.read_text(encoding="utf-8")
@@ -351,7 +418,20 @@ def test_tables_carry_their_deviations_from_the_paper_and_no_others(tmp_path):
     toy = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
            "gold": "own", "corpus": "toyworld"}  # fmt: skip
     out = tmp_path / "layer_aer.md"
-    assert main(["yang2020-table", "--kind", "aer", "--entries", json.dumps([toy]), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "yang2020-table",
+                "--kind",
+                "aer",
+                "--manifest",
+                manifest(tmp_path / "aer.json", [toy]),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = out.read_text(encoding="utf-8")
     assert by_key["aer_gold"].text in text and by_key["checkpoint_average"].text not in text
 
@@ -371,7 +451,7 @@ def test_the_aer_table_has_a_row_per_layer_and_the_domain_gap_note_for_hansards(
             "gold": "hansards", "corpus": "multi30k"}  # fmt: skip
     out = tmp_path / "layer_aer.md"
     args = ["yang2020-table", "--kind", "aer", "--out", str(out)]
-    assert main([*args, "--entries", json.dumps([toy, real])]) == 0
+    assert main([*args, "--manifest", manifest(tmp_path / "m2.json", [toy, real])]) == 0
     rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
     assert [(r["pair"], r["gold"], r["layer"], r["AER"]) for r in rows] == [
         ("en-de", "own test set", 1, 0.6),
@@ -383,10 +463,14 @@ def test_the_aer_table_has_a_row_per_layer_and_the_domain_gap_note_for_hansards(
     assert [r["cumulative coverage"] for r in rows[2:]] == pytest.approx([0.1, 0.2, 0.3])
     text = out.read_text(encoding="utf-8")
     assert "domain gap" in text and "Multi30k's image captions" in text and "parliament" in text
-    assert main([*args, "--entries", json.dumps([toy])]) == 0  # no Hansards row: no caveat
+    assert (
+        main([*args, "--manifest", manifest(tmp_path / "m1.json", [toy])]) == 0
+    )  # no Hansards row: no caveat
     assert "domain gap" not in out.read_text(encoding="utf-8")
     (tmp_path / "a.csv").write_text("layer,aer\n1,0.5\n", encoding="utf-8")
-    assert main([*args, "--entries", json.dumps([toy])]) == 2  # a CSV without layer-aer's columns
+    assert (
+        main([*args, "--manifest", manifest(tmp_path / "m1.json", [toy])]) == 2
+    )  # a CSV without layer-aer's columns
 
 
 def test_table_4_counts_the_checkpoints_parameters(tmp_path):
@@ -411,7 +495,17 @@ def test_table_4_counts_the_checkpoints_parameters(tmp_path):
              "train_log": str(log), "decode_speed": str(speed)}
         )  # fmt: skip
     out = tmp_path / "table4.md"
-    main(["yang2020-table", "--kind", "simplified", "--entries", json.dumps(entries), "--out", str(out)])
+    main(
+        [
+            "yang2020-table",
+            "--kind",
+            "simplified",
+            "--manifest",
+            manifest(tmp_path / "m.json", entries),
+            "--out",
+            str(out),
+        ]
+    )
     frame = pd.read_csv(out.with_suffix(".csv"))
     d, f = cfg.d_model, cfg.d_ff
     removed_per_layer = (d * f + f) + (f * d + d) + 2 * d  # FFN (biased) + its LayerNorm
@@ -696,9 +790,8 @@ def test_the_default_dag_builds_every_table_and_figure_of_the_study():
 
 
 def table_entries(job: dict[str, str]) -> list[dict]:
-    """The --entries JSON of a planned yang2020_table job."""
-    words = shlex.split(job["shell"])
-    return json.loads(words[words.index("--entries") + 1])
+    """The manifest of a planned yang2020_table job."""
+    return planned_manifest(job["shell"])
 
 
 @pytest.mark.parametrize("table", ["table1_layouts", "table2_depth", "table4_simplified"])
@@ -709,12 +802,14 @@ def test_with_three_seeds_each_table_reads_three_replicas_per_variant(table):
     (job,) = [job for job in jobs if job["rule"] == "yang2020_table"]
     entries = table_entries(job)
     by_system: dict[tuple, list] = {}
+    seeds: dict[tuple, list] = {}
     for entry in entries:
-        s = entry["system"]
-        by_system.setdefault((s["experiment"], s["pair"], s["variant"]), []).append(entry)
+        key = (entry["experiment"], entry["pair"], entry["variant"])
+        by_system.setdefault(key, []).append(entry["files"])
+        seeds.setdefault(key, []).append(entry["seed"])
     assert by_system
     for (experiment, pair, variant), replicas in by_system.items():
-        assert [entry["seed"] for entry in replicas] == [1, 2, 3]
+        assert seeds[experiment, pair, variant] == [1, 2, 3]
         folders = [entry["scores"].split("/")[3] for entry in replicas]
         assert folders == [variant, f"{variant}-seed2", f"{variant}-seed3"]
         for entry in replicas:

@@ -372,32 +372,39 @@ localrules:
 
 rule bugliarello2020_parser_table:
     input:
-        [b20.parser_scores(lang) for lang in B20_PARSER_LANGS],
+        manifest_files(lambda wc: b20.parser_manifest(config, CORPORA)),
     output:
         md=b20.PARSER_TABLE,
         csv=b20.PARSER_TABLE.replace(".md", ".csv"),
         provenance=b20.PARSER_TABLE.replace(".md", ".provenance.json"),
     log:
-        "logs/bugliarello2020/parser_table.log",
+        out="logs/bugliarello2020/parser_table.log",
+        manifest="logs/bugliarello2020/parser_table.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        manifest=manifest_text(lambda wc: b20.parser_manifest(config, CORPORA)),
     shell:
-        "nmtvariants bugliarello2020-parser-table --scores {input:q} --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-parser-table --manifest {log.manifest:q} --out {output.md:q}"
+            " > {log.out:q} 2>&1"
+        )
 
 
 rule bugliarello2020_table1:
     input:
-        b20.files(B20_TABLE1_MANIFEST, "scores", "significance"),
+        manifest_files(lambda wc: B20_TABLE1_MANIFEST),
     output:
         md=b20.TABLE1,
         csv=b20.TABLE1.replace(".md", ".csv"),
         provenance=b20.TABLE1.replace(".md", ".provenance.json"),
     log:
-        "logs/bugliarello2020/table1.log",
+        out="logs/bugliarello2020/table1.log",
+        manifest="logs/bugliarello2020/table1.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -405,21 +412,24 @@ rule bugliarello2020_table1:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=canonical_json(B20_TABLE1_MANIFEST),
+        manifest=manifest_text(lambda wc: B20_TABLE1_MANIFEST),
     shell:
-        "nmtvariants bugliarello2020-table --table main --manifest {params.manifest:q} --out {output.md:q}"
-        " > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-table --table main --manifest {log.manifest:q} --out {output.md:q}"
+            " > {log.out:q} 2>&1"
+        )
 
 
 rule bugliarello2020_table3:
     input:
-        b20.files(B20_TABLE3_MANIFEST, "scores", "significance"),
+        manifest_files(lambda wc: B20_TABLE3_MANIFEST),
     output:
         md=b20.TABLE3,
         csv=b20.TABLE3.replace(".md", ".csv"),
         provenance=b20.TABLE3.replace(".md", ".provenance.json"),
     log:
-        "logs/bugliarello2020/table3.log",
+        out="logs/bugliarello2020/table3.log",
+        manifest="logs/bugliarello2020/table3.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -427,19 +437,22 @@ rule bugliarello2020_table3:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=canonical_json(B20_TABLE3_MANIFEST),
+        manifest=manifest_text(lambda wc: B20_TABLE3_MANIFEST),
     shell:
-        "nmtvariants bugliarello2020-table --table ablation --manifest {params.manifest:q}"
-        " --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-table --table ablation --manifest {log.manifest:q}"
+            " --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule bugliarello2020_length_csv:
     input:
-        lambda wc: b20.files(b20.figure_manifest(config, wc.task), "length"),
+        manifest_files(lambda wc: b20.figure_manifest(config, wc.task)),
     output:
         "results/figures/bugliarello2020/length_{task}.csv",
     log:
-        "logs/bugliarello2020/length_{task}.log",
+        out="logs/bugliarello2020/length_{task}.log",
+        manifest="logs/bugliarello2020/length_{task}.manifest.json",
     wildcard_constraints:
         task=b20.regex(B20_TASKS),
     conda:
@@ -449,6 +462,8 @@ rule bugliarello2020_length_csv:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=lambda wc: canonical_json(b20.figure_manifest(config, wc.task)),
+        manifest=manifest_text(lambda wc: b20.figure_manifest(config, wc.task)),
     shell:
-        "nmtvariants bugliarello2020-length --manifest {params.manifest:q} --out {output:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants bugliarello2020-length --manifest {log.manifest:q} --out {output:q} > {log.out:q} 2>&1"
+        )

@@ -56,7 +56,7 @@ if EMELIN_PLAN.experiments:
         register_table(emelin.STUDY, f"{emelin.TABLES}/probes_frequency.md")
         if EMELIN_PLAN.pos:
             register_table(emelin.STUDY, f"{emelin.TABLES}/probes_pos.md")
-        if EMELIN_PLAN.analysis("gates.csv", shortcuts_only=True):
+        if EMELIN_PLAN.analysis("gates", shortcuts_only=True):
             register_table(emelin.STUDY, f"{emelin.TABLES}/gates.md")
         for _side in ("encoder", "decoder"):
             register_figure(
@@ -376,13 +376,14 @@ rule emelin2019_contrawsd:
 
 rule emelin2019_bleu:
     input:
-        lambda wc: EMELIN_PLAN.scores(EMELIN_PLAN.bleu_systems(wc)),
+        manifest_files(lambda wc: EMELIN_PLAN.bleu_manifest(wc.table)),
     output:
         md=f"{emelin.TABLES}/{{table}}.md",
         csv=f"{emelin.TABLES}/{{table}}.csv",
         provenance=f"{emelin.TABLES}/{{table}}.provenance.json",
     log:
-        f"logs/tables/{emelin.STUDY}/{{table}}.log",
+        out=f"logs/tables/{emelin.STUDY}/{{table}}.log",
+        manifest=f"logs/tables/{emelin.STUDY}/{{table}}.manifest.json",
     wildcard_constraints:
         table="table1_bleu|table2_pairs|table3_small",
     conda:
@@ -392,27 +393,26 @@ rule emelin2019_bleu:
         mem_mb=1000,
         runtime=10,
     params:
+        manifest=manifest_text(lambda wc: EMELIN_PLAN.bleu_manifest(wc.table)),
         title=lambda wc: EMELIN_PLAN.bleu_tables[wc.table][0],
-        variants=lambda wc: list(
-            dict.fromkeys(v for _, _, v in EMELIN_PLAN.bleu_systems(wc))
-        ),
         mean=lambda wc: EMELIN_PLAN.mean_args(wc.table),
-        seeds=lambda wc: EMELIN_PLAN.seed_args(EMELIN_PLAN.bleu_systems(wc)),
     shell:
-        "nmtvariants emelin2019-bleu --scores {input:q} {params.seeds:q} --variants {params.variants:q}"
-        " {params.mean:q}"
-        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-bleu --manifest {log.manifest:q} {params.mean:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_variants:
     input:
-        lambda wc: EMELIN_PLAN.scores(EMELIN_PLAN.variant_systems()),
+        manifest_files(lambda wc: EMELIN_PLAN.variants_manifest()),
     output:
         md=f"{emelin.TABLES}/table4_variants.md",
         csv=f"{emelin.TABLES}/table4_variants.csv",
         provenance=f"{emelin.TABLES}/table4_variants.provenance.json",
     log:
-        f"logs/tables/{emelin.STUDY}/table4_variants.log",
+        out=f"logs/tables/{emelin.STUDY}/table4_variants.log",
+        manifest=f"logs/tables/{emelin.STUDY}/table4_variants.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -420,25 +420,25 @@ rule emelin2019_variants:
         mem_mb=1000,
         runtime=10,
     params:
-        switches=lambda wc: json.dumps(
-            EMELIN_PLAN.experiments[EMELIN_PLAN.analysed]["variants"], sort_keys=True
-        ),
+        manifest=manifest_text(lambda wc: EMELIN_PLAN.variants_manifest()),
         title="Table 4: shortcut variants (EN-DE)",
-        seeds=lambda wc: EMELIN_PLAN.seed_args(EMELIN_PLAN.variant_systems()),
     shell:
-        "nmtvariants emelin2019-variants --scores {input:q} {params.seeds:q} --switches {params.switches:q}"
-        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-variants --manifest {log.manifest:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_bootstrap:
     input:
-        lambda wc: list(EMELIN_PLAN.bootstrap_results().values()),
+        manifest_files(lambda wc: EMELIN_PLAN.bootstrap_manifest()),
     output:
         md=f"{emelin.TABLES}/bootstrap.md",
         csv=f"{emelin.TABLES}/bootstrap.csv",
         provenance=f"{emelin.TABLES}/bootstrap.provenance.json",
     log:
-        f"logs/tables/{emelin.STUDY}/bootstrap.log",
+        out=f"logs/tables/{emelin.STUDY}/bootstrap.log",
+        manifest=f"logs/tables/{emelin.STUDY}/bootstrap.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -446,23 +446,27 @@ rule emelin2019_bootstrap:
         mem_mb=1000,
         runtime=10,
     params:
-        results=lambda wc: EMELIN_PLAN.labelled(EMELIN_PLAN.bootstrap_results()),
+        manifest=manifest_text(lambda wc: EMELIN_PLAN.bootstrap_manifest()),
         title=lambda wc: f"sacreBLEU and chrF against the baseline ({EMELIN_PLAN.analysed}, EN-DE)",
     shell:
-        "nmtvariants emelin2019-bootstrap --result {params.results:q} --title {params.title:q}"
-        " --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-bootstrap --manifest {log.manifest:q} --title {params.title:q}"
+            " --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_params_speed:
+    # a run's train_log.csv is tracked through the final.pt beside it (training rewrites the log as it
+    # goes, so no rule declares it): nmtvariants.reporting.manifest.TRACKED_BESIDE
     input:
-        counts=lambda wc: [count for count, _ in EMELIN_PLAN.speed_runs().values()],
-        models=lambda wc: [model for _, model in EMELIN_PLAN.speed_runs().values()],
+        manifest_files(lambda wc: EMELIN_PLAN.params_manifest()),
     output:
         md=f"{emelin.TABLES}/table5_params_speed.md",
         csv=f"{emelin.TABLES}/table5_params_speed.csv",
         provenance=f"{emelin.TABLES}/table5_params_speed.provenance.json",
     log:
-        f"logs/tables/{emelin.STUDY}/table5_params_speed.log",
+        out=f"logs/tables/{emelin.STUDY}/table5_params_speed.log",
+        manifest=f"logs/tables/{emelin.STUDY}/table5_params_speed.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -470,31 +474,26 @@ rule emelin2019_params_speed:
         mem_mb=1000,
         runtime=10,
     params:
-        counts=lambda wc: [
-            f"{label}={count}"
-            for label, (count, _) in EMELIN_PLAN.speed_runs().items()
-        ],
-        # train_log.csv lies beside final.pt (not a declared output: training rewrites it as it goes)
-        logs=lambda wc: [
-            f"{label}={Path(model).parent}/train_log.csv"
-            for label, (_, model) in EMELIN_PLAN.speed_runs().items()
-        ],
+        manifest=manifest_text(lambda wc: EMELIN_PLAN.params_manifest()),
         title="Table 5: parameters and training speed relative to the baseline",
         note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.analysed),
     shell:
-        "nmtvariants emelin2019-params --count {params.counts:q} --log {params.logs:q} {params.note:q}"
-        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-params --manifest {log.manifest:q} {params.note:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_probes:
     input:
-        lambda wc: list(EMELIN_PLAN.analysis("probes.csv").values()),
+        manifest_files(lambda wc: EMELIN_PLAN.analysis("probes")),
     output:
         md=f"{emelin.TABLES}/probes_{{breakdown}}.md",
         csv=f"{emelin.TABLES}/probes_{{breakdown}}.csv",
         provenance=f"{emelin.TABLES}/probes_{{breakdown}}.provenance.json",
     log:
-        f"logs/tables/{emelin.STUDY}/probes_{{breakdown}}.log",
+        out=f"logs/tables/{emelin.STUDY}/probes_{{breakdown}}.log",
+        manifest=f"logs/tables/{emelin.STUDY}/probes_{{breakdown}}.manifest.json",
     wildcard_constraints:
         breakdown="frequency|pos",
     conda:
@@ -504,6 +503,7 @@ rule emelin2019_probes:
         mem_mb=1000,
         runtime=10,
     params:
+        manifest=manifest_text(lambda wc: EMELIN_PLAN.analysis("probes")),
         kind=lambda wc: {"frequency": "frequency_bin", "pos": "pos"}[wc.breakdown],
         title=lambda wc: (
             "Lexical probes by layer and frequency bin"
@@ -523,19 +523,22 @@ rule emelin2019_probes:
             ),
         ],
     shell:
-        "nmtvariants emelin2019-probes --csv {input:q} --group-kind {params.kind:q} {params.note:q}"
-        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-probes --manifest {log.manifest:q} --group-kind {params.kind:q}"
+            " {params.note:q} --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_gates:
     input:
-        lambda wc: list(EMELIN_PLAN.analysis("gates.csv", shortcuts_only=True).values()),
+        manifest_files(lambda wc: EMELIN_PLAN.analysis("gates", shortcuts_only=True)),
     output:
         md=f"{emelin.TABLES}/gates.md",
         csv=f"{emelin.TABLES}/gates.csv",
         provenance=f"{emelin.TABLES}/gates.provenance.json",
     log:
-        f"logs/tables/{emelin.STUDY}/gates.log",
+        out=f"logs/tables/{emelin.STUDY}/gates.log",
+        manifest=f"logs/tables/{emelin.STUDY}/gates.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -543,22 +546,28 @@ rule emelin2019_gates:
         mem_mb=1000,
         runtime=10,
     params:
+        manifest=manifest_text(
+            lambda wc: EMELIN_PLAN.analysis("gates", shortcuts_only=True)
+        ),
         title="Shortcut gate activations per layer",
         note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.analysed),
     shell:
-        "nmtvariants emelin2019-gates --csv {input:q} {params.note:q} --title {params.title:q}"
-        " --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-gates --manifest {log.manifest:q} {params.note:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_contrawsd_table:
     input:
-        lambda wc: list(EMELIN_PLAN.contrawsd_results().values()),
+        manifest_files(lambda wc: EMELIN_PLAN.contrawsd_manifest()),
     output:
         md=f"{emelin.TABLES}/contrawsd.md",
         csv=f"{emelin.TABLES}/contrawsd.csv",
         provenance=f"{emelin.TABLES}/contrawsd.provenance.json",
     log:
-        f"logs/tables/{emelin.STUDY}/contrawsd.log",
+        out=f"logs/tables/{emelin.STUDY}/contrawsd.log",
+        manifest=f"logs/tables/{emelin.STUDY}/contrawsd.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -566,25 +575,24 @@ rule emelin2019_contrawsd_table:
         mem_mb=1000,
         runtime=10,
     params:
-        results=lambda wc: EMELIN_PLAN.labelled(EMELIN_PLAN.contrawsd_results()),
+        manifest=manifest_text(lambda wc: EMELIN_PLAN.contrawsd_manifest()),
         title="ContraWSD: accuracy overall, per sense and per frequency class",
         note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.contrawsd[0]),
     shell:
-        "nmtvariants emelin2019-contrawsd --result {params.results:q} {params.note:q}"
-        " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-contrawsd --manifest {log.manifest:q} {params.note:q}"
+            " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule emelin2019_curves:
     input:
-        lambda wc: (
-            list(EMELIN_PLAN.analysis("probes.csv").values())
-            if wc.kind == "probes"
-            else f"results/{EMELIN_PLAN.analysed}/en-de/analysis/similarity.csv"
-        ),
+        manifest_files(lambda wc: EMELIN_PLAN.curves_manifest(wc.kind)),
     output:
         f"{emelin.FIGURES}/{{kind}}_{{side}}.csv",
     log:
-        f"logs/figures/{emelin.STUDY}/{{kind}}_{{side}}.log",
+        out=f"logs/figures/{emelin.STUDY}/{{kind}}_{{side}}.log",
+        manifest=f"logs/figures/{emelin.STUDY}/{{kind}}_{{side}}.manifest.json",
     wildcard_constraints:
         kind="probes|similarity",
         side="encoder|decoder",
@@ -595,7 +603,10 @@ rule emelin2019_curves:
         mem_mb=1000,
         runtime=10,
     params:
+        manifest=manifest_text(lambda wc: EMELIN_PLAN.curves_manifest(wc.kind)),
         value=lambda wc: "accuracy" if wc.kind == "probes" else "cosine",
     shell:
-        "nmtvariants emelin2019-curves --csv {input:q} --value {params.value:q} --side {wildcards.side:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants emelin2019-curves --manifest {log.manifest:q} --value {params.value:q}"
+            " --side {wildcards.side:q} --out {output:q} > {log.out:q} 2>&1"
+        )

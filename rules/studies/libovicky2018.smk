@@ -364,11 +364,12 @@ rule libovicky2018_attention:
 
 rule libovicky2018_attention_figure_data:
     input:
-        lambda wc: list(LIBOVICKY2018.attention_series().values()),
+        manifest_files(lambda wc: LIBOVICKY2018.attention_manifest()),
     output:
         "results/figures/libovicky2018/attention_layers.csv",
     log:
-        "logs/libovicky2018/attention_layers.log",
+        out="logs/libovicky2018/attention_layers.log",
+        manifest="logs/libovicky2018/attention_layers.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -376,9 +377,11 @@ rule libovicky2018_attention_figure_data:
         mem_mb=1000,
         runtime=10,
     params:
-        inputs=lambda wc: LIBOVICKY2018.attention_join_args(),
+        manifest=manifest_text(lambda wc: LIBOVICKY2018.attention_manifest()),
     shell:
-        "nmtvariants libovicky2018-join {params.inputs:q} --csv {output:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants libovicky2018-join --manifest {log.manifest:q} --csv {output:q} > {log.out:q} 2>&1"
+        )
 
 
 # --- Tables 1 and 2 --------------------------------------------------------------------------------
@@ -386,13 +389,14 @@ rule libovicky2018_attention_figure_data:
 
 rule libovicky2018_table:
     input:
-        unpack(LIBOVICKY2018.table_inputs),
+        manifest_files(lambda wc: LIBOVICKY2018.table_manifest(wc.table)),
     output:
         md="results/tables/libovicky2018/{table}.md",
         csv="results/tables/libovicky2018/{table}.csv",
         provenance="results/tables/libovicky2018/{table}.provenance.json",
     log:
-        "logs/libovicky2018/{table}.log",
+        out="logs/libovicky2018/{table}.log",
+        manifest="logs/libovicky2018/{table}.manifest.json",
     wildcard_constraints:
         table="|".join(lib.TABLES),
     conda:
@@ -402,9 +406,13 @@ rule libovicky2018_table:
         mem_mb=1000,
         runtime=10,
     params:
-        args=LIBOVICKY2018.table_args,
+        manifest=manifest_text(lambda wc: LIBOVICKY2018.table_manifest(wc.table)),
+        conditions=LIBOVICKY2018.table_conditions,
         title=lambda wc: lib.TITLES[wc.table],
         notes=LIBOVICKY2018.table_notes,
     shell:
-        "nmtvariants libovicky2018-table {params.args:q} --title {params.title:q} --notes {params.notes:q}"
-        " --output {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants libovicky2018-table --manifest {log.manifest:q} --table {wildcards.table:q}"
+            " {params.conditions:q} --title {params.title:q} --notes {params.notes:q}"
+            " --output {output.md:q} > {log.out:q} 2>&1"
+        )

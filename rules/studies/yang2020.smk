@@ -217,13 +217,14 @@ rule yang2020_decode_speed:
 
 rule yang2020_table:
     input:
-        lambda wc: YANG.table_inputs(wc.table),
+        manifest_files(lambda wc: YANG.tables[wc.table]),
     output:
         md="results/tables/yang2020/{table}.md",
         csv="results/tables/yang2020/{table}.csv",
         provenance="results/tables/yang2020/{table}.provenance.json",
     log:
-        "logs/tables/yang2020/{table}.log",
+        out="logs/tables/yang2020/{table}.log",
+        manifest="logs/tables/yang2020/{table}.manifest.json",
     wildcard_constraints:
         table="|".join(YANG.tables) or "(?!)",
     conda:
@@ -233,16 +234,18 @@ rule yang2020_table:
         mem_mb=2000,
         runtime=10,
     params:
+        manifest=manifest_text(lambda wc: YANG.tables[wc.table]),
         kind=lambda wc: TABLE_KINDS[wc.table],
-        entries=lambda wc: json.dumps(YANG.tables[wc.table]),
     shell:
-        "nmtvariants yang2020-table --kind {params.kind:q} --entries {params.entries:q}"
-        " --out {output.md:q} > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants yang2020-table --kind {params.kind:q} --manifest {log.manifest:q}"
+            " --out {output.md:q} > {log.out:q} 2>&1"
+        )
 
 
 rule yang2020_probe_figures:
     input:
-        [f"{YANG.folder(s)}/probes.csv" for s in YANG.probed],
+        manifest_files(lambda wc: YANG.figure_entries(YANG.probed, "probes")),
     output:
         [
             f"results/figures/yang2020/{figure}_{side}.csv"
@@ -250,7 +253,8 @@ rule yang2020_probe_figures:
             for side in ("source", "target")
         ],
     log:
-        "logs/yang2020/probe_figures.log",
+        out="logs/yang2020/probe_figures.log",
+        manifest="logs/yang2020/probe_figures.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -258,22 +262,25 @@ rule yang2020_probe_figures:
         mem_mb=1000,
         runtime=10,
     params:
-        entries=json.dumps(YANG.figure_entries(YANG.probed, "probes.csv")),
+        manifest=manifest_text(lambda wc: YANG.figure_entries(YANG.probed, "probes")),
     shell:
-        "nmtvariants yang2020-figure-data --kind probes --entries {params.entries:q}"
-        " --outdir results/figures/yang2020 > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants yang2020-figure-data --kind probes --manifest {log.manifest:q}"
+            " --outdir results/figures/yang2020 > {log.out:q} 2>&1"
+        )
 
 
 rule yang2020_aer_figures:
     input:
-        [f"{YANG.folder(s)}/layer_aer.csv" for s in YANG.aligned],
+        manifest_files(lambda wc: YANG.figure_entries(YANG.aligned, "layer_aer")),
     output:
         [
             f"results/figures/yang2020/figs4_7_{metric}.csv"
             for metric in ("aer", "coverage")
         ],
     log:
-        "logs/yang2020/aer_figures.log",
+        out="logs/yang2020/aer_figures.log",
+        manifest="logs/yang2020/aer_figures.manifest.json",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -281,7 +288,11 @@ rule yang2020_aer_figures:
         mem_mb=1000,
         runtime=10,
     params:
-        entries=json.dumps(YANG.figure_entries(YANG.aligned, "layer_aer.csv")),
+        manifest=manifest_text(
+            lambda wc: YANG.figure_entries(YANG.aligned, "layer_aer")
+        ),
     shell:
-        "nmtvariants yang2020-figure-data --kind aer --entries {params.entries:q}"
-        " --outdir results/figures/yang2020 > {log:q} 2>&1"
+        with_manifest(
+            "nmtvariants yang2020-figure-data --kind aer --manifest {log.manifest:q}"
+            " --outdir results/figures/yang2020 > {log.out:q} 2>&1"
+        )

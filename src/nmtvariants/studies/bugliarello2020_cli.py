@@ -2,26 +2,30 @@
 
     nmtvariants bugliarello2020-gold-parse --conllu raw/train.en.conllu --tokens en-de/tc/train.en \\
         [--kept en-de/clean/train.kept] -o en-de/parse/train.en.conllu
-    nmtvariants bugliarello2020-table --table main|ablation --manifest JSON --out T.md
-    nmtvariants bugliarello2020-length --manifest JSON --out F.csv
-    nmtvariants bugliarello2020-parser-table --scores en.scores.json [...] --out parser.md
+    nmtvariants bugliarello2020-table --table main|ablation --manifest M.json --out T.md
+    nmtvariants bugliarello2020-length --manifest M.json --out F.csv
+    nmtvariants bugliarello2020-parser-table --manifest M.json --out parser.md
 
-The manifest is a JSON list with one object per (task, system): ``experiment``, ``pair``, ``testset``,
-``variant``, ``switches`` (the variant's config), and the files ``scores`` (one per seed, with their
-``seeds``), ``significance`` (over all seeds; null for the Transformer) and ``length`` (first seed).
+The manifests (:mod:`nmtvariants.reporting.manifest`, written by the rules from
+:mod:`nmtvariants.studies.bugliarello2020_plan`): a table's holds, system by system (experiment, pair,
+test set, variant), the ``scores`` of every replica (with its seed) and, but for the Transformer, one
+entry without a seed with the ``significance`` test over all seeds; every entry's ``info`` has the
+variant's ``switches`` and ``derived`` corpus. The length figure's holds each system's ``length`` JSON
+(first seed), the parser table's the ``scores`` of each language's parser.
 See :mod:`nmtvariants.studies.bugliarello2020`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
 from nmtvariants.reporting.deviations import applicable
+from nmtvariants.reporting.manifest import Entry, groups, read_manifest
 from nmtvariants.reporting.replicas import seeds_note
+from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
 from nmtvariants.studies.bugliarello2020 import (
     DEVIATIONS,
@@ -34,7 +38,6 @@ from nmtvariants.studies.bugliarello2020 import (
     table_conditions,
     write_gold_parse,
 )
-from nmtvariants.studies.bugliarello2020_plan import files
 
 TITLES = {
     "main": "Bugliarello & Okazaki (2020), Table 1: BLEU of the syntax-aware models",
@@ -55,14 +58,29 @@ NOTES = {
 }
 
 
-def _manifest(text: str) -> list[dict[str, Any]]:
-    try:
-        entries = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"--manifest: not JSON ({error}); the study's rules write it") from None
-    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
-        raise InputError("--manifest: expected a JSON list of objects, one per (task, system)")
-    return entries
+def _systems(entries: list[Entry]) -> list[dict[str, Any]]:
+    """One row's record per system (the table builders' shape): its replicas' ``scores`` and ``seeds``
+    in the manifest's order, its ``significance`` and ``length`` files (or None), and its info."""
+    systems = []
+    for (experiment, pair, variant, testset), found in groups(entries).items():
+        replicas = [entry for entry in found if "scores" in entry.files]
+        if not replicas:
+            raise InputError(f"{found[0].where}: no entry of this system has its 'scores'")
+        system = {"experiment": experiment, "pair": pair, "variant": variant, "testset": testset}
+        system.update({"switches": None, "derived": None, **found[0].info})
+        system["scores"] = [entry.files["scores"] for entry in replicas]
+        system["seeds"] = [UNRECORDED_SEED if entry.seed is None else entry.seed for entry in replicas]
+        for role in ("significance", "length"):
+            system[role] = next((entry.files[role] for entry in found if role in entry.files), None)
+        systems.append(system)
+    return systems
+
+
+def _sources(entries: list[Entry]) -> list[str]:
+    """The files a table was built from, in the manifest's order."""
+    return [
+        entry.files[role] for entry in entries for role in ("scores", "significance") if role in entry.files
+    ]
 
 
 def run_gold_parse(args: argparse.Namespace) -> int:
@@ -72,7 +90,8 @@ def run_gold_parse(args: argparse.Namespace) -> int:
 
 
 def run_table(args: argparse.Namespace) -> int:
-    entries = _manifest(args.manifest)
+    manifest = read_manifest(args.manifest, names=["experiment", "pair", "variant", "testset"])
+    entries = _systems(manifest)
     csv, markdown = main_table(entries) if args.table == "main" else ablation_table(entries)
     seeds = list(dict.fromkeys(seed for entry in entries for seed, _ in replica_scores(entry)))
     notes = (
@@ -83,7 +102,7 @@ def run_table(args: argparse.Namespace) -> int:
         args.out,
         TITLES[args.table],
         notes,
-        sources=files(entries, "scores", "significance"),
+        sources=_sources(manifest),
         deviations=applicable(DEVIATIONS, args.table, table_conditions(entries)),
         markdown=markdown,
     )
@@ -102,14 +121,18 @@ PARSER_NOTE = (
 
 
 def run_parser_table(args: argparse.Namespace) -> int:
-    frame = parser_table(args.scores)
+    scores = [entry.file("scores") for entry in read_manifest(args.manifest, roles=["scores"])]
+    frame = parser_table(scores)
     deviations = applicable(DEVIATIONS, "parser")
-    write_table(frame, args.out, PARSER_TITLE, PARSER_NOTE, sources=args.scores, deviations=deviations)
+    write_table(frame, args.out, PARSER_TITLE, PARSER_NOTE, sources=scores, deviations=deviations)
     return 0
 
 
 def run_length(args: argparse.Namespace) -> int:
-    frame = length_rows(_manifest(args.manifest))
+    manifest = read_manifest(
+        args.manifest, roles=["length"], names=["experiment", "pair", "variant", "testset"]
+    )
+    frame = length_rows([{"variant": entry.variant, "length": entry.files["length"]} for entry in manifest])
     with atomic_write(args.out) as out:
         frame.to_csv(out, index=False)
     return 0
@@ -129,20 +152,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "bugliarello2020-table", help="PASCAL study: Table 1 (main) or 3 (ablation)"
     )
     table.add_argument("--table", choices=sorted(TITLES), required=True)
-    table.add_argument("--manifest", required=True, help="JSON list, one object per (task, system)")
+    table.add_argument("--manifest", required=True, help="JSON manifest: scores per replica, significance")
     table.add_argument("--out", required=True, help="markdown table; CSV and provenance beside it")
     table.set_defaults(func=run_table)
 
     length = subparsers.add_parser(
         "bugliarello2020-length", help="PASCAL study, Figure 2: BLEU by source length as a long CSV"
     )
-    length.add_argument("--manifest", required=True, help="JSON list: variant and length JSON per system")
+    length.add_argument("--manifest", required=True, help="JSON manifest: each system's length JSON")
     length.add_argument("--out", required=True, help="CSV: bucket, variant, bleu, n_sentences")
     length.set_defaults(func=run_length)
 
     parser = subparsers.add_parser(
         "bugliarello2020-parser-table", help="PASCAL study: UPOS/UAS/LAS of the offline Stanza parser(s)"
     )
-    parser.add_argument("--scores", nargs="+", required=True, help="stanza-score JSON, one per language")
+    parser.add_argument("--manifest", required=True, help="JSON manifest: stanza-score JSON per language")
     parser.add_argument("--out", required=True, help="markdown table; CSV and provenance beside it")
     parser.set_defaults(func=run_parser_table)

@@ -8,19 +8,20 @@ switches, trains on a derived corpus: ``inputs: {<variant>: {derived: multitask}
 tests compare every other variant with it, over every seed of both (the core rule ``significance``).
 With a corpus that Stanza parses, the parser the workflow trains (``parser_treebanks``,
 ``parser_train``) is scored on its treebank's test set (``PARSER_TABLE``).
-The functions here turn the config into the tables' manifests (one entry per task and system, with the
-result files the table reads) and the rules' input paths; they live in the library because Snakemake's
-lint wants no function definitions beside rules.
+The functions here turn the config into the tables' manifests (nmtvariants.reporting.manifest: the
+result files each table reads, by task and system) and the rules' input paths; they live in the
+library because Snakemake's lint wants no function definitions beside rules.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from nmtvariants.config import Replica, experiment_replicas, experiment_systems
 from nmtvariants.errors import ConfigError
+from nmtvariants.reporting.manifest import Entry
 
 STUDY = "bugliarello2020"
 DEFAULTS: dict[str, Any] = {
@@ -140,62 +141,42 @@ def ablation_experiments(config: Mapping[str, Any]) -> list[str]:
     return list(settings(config)["ablations"]) or main_experiments(config)
 
 
-def entries(
-    config: Mapping[str, Any], names: Iterable[str], pascal_only: bool = False
-) -> list[dict[str, Any]]:
-    """The manifest of a table: one entry per (experiment, pair, testset, variant), config order.
-
-    ``scores`` lists the score file of every replica of the system (one per seed of the experiment's
-    ``seeds``, nmtvariants.config.experiment_replicas) and ``seeds`` their seeds, so that the table
-    gives the mean ± sd over seeds; ``significance`` is the test over all replicas of the variant and
-    of the Transformer (rule ``significance``); ``length`` (Figure 2) is the first seed's."""
+def entries(config: Mapping[str, Any], names: Iterable[str], pascal_only: bool = False) -> list[Entry]:
+    """The manifest of a table (nmtvariants.reporting.manifest), system by system in config order
+    (experiment, pair, test set, variant): the ``scores`` of every replica of the system (one per seed of
+    the experiment's ``seeds``, nmtvariants.config.experiment_replicas), so that the table gives the
+    mean ± sd over seeds, then, but for the Transformer, the system's ``significance`` test over all
+    replicas of the variant and of the Transformer (rule ``significance``; no ``seed``). Every entry's
+    ``info`` has the variant's ``switches`` and ``derived`` corpus (which role the row is)."""
     out = []
+    for name, pair, testset, variant, replicas in _systems(config, names, pascal_only):
+        info = {"switches": dict(experiments(config)[name]["variants"][variant] or {})}
+        info["derived"] = derived(config, name, variant)
+        for replica in replicas:
+            scores = f"results/{name}/{pair}/{replica.name}/{testset}.scores.json"
+            out.append(Entry({"scores": scores}, name, pair, variant, replica.seed, testset, info=info))
+        if variant != baseline_variant(config, name):
+            significance = f"results/{name}/{pair}/{variant}/{testset}.significance.json"
+            out.append(Entry({"significance": significance}, name, pair, variant, testset=testset, info=info))
+    return out
+
+
+def _systems(
+    config: Mapping[str, Any], names: Iterable[str], pascal_only: bool
+) -> Iterator[tuple[str, str, str, str, list[Replica]]]:
+    """(experiment, pair, test set, variant, its replicas) of a table's rows, in config order."""
     for name in names:
         spec = experiments(config)[name]
-        baseline = baseline_variant(config, name)
-        systems = experiment_systems(spec)
         replicas: dict[tuple[str, str], list[Replica]] = {}
         for replica in experiment_replicas(config, name):
             replicas.setdefault((replica.pair, replica.variant), []).append(replica)
         for pair in spec["pairs"]:
             for testset in spec["evaluate"]["testsets"]:
-                for variant in (variant for of, variant in systems if of == pair):
+                for variant in (variant for of, variant in experiment_systems(spec) if of == pair):
                     switches = spec["variants"][variant]
                     if pascal_only and ("pascal" not in (switches or {}) or derived(config, name, variant)):
                         continue
-                    folder = f"results/{name}/{pair}/{variant}"
-                    out.append(
-                        {
-                            "experiment": name,
-                            "pair": pair,
-                            "testset": testset,
-                            "variant": variant,
-                            "switches": dict(switches or {}),
-                            "derived": derived(config, name, variant),
-                            "scores": [
-                                f"results/{name}/{pair}/{replica.name}/{testset}.scores.json"
-                                for replica in replicas[pair, variant]
-                            ],
-                            "seeds": [replica.seed for replica in replicas[pair, variant]],
-                            "significance": None
-                            if variant == baseline
-                            else f"{folder}/{testset}.significance.json",
-                            "length": f"{folder}/{testset}.length.json",
-                        }
-                    )
-    return out
-
-
-def files(manifest: Iterable[Mapping[str, Any]], *keys: str) -> list[str]:
-    """The result files a table reads (``keys`` of every entry, nulls skipped, lists of replicas'
-    files flattened)."""
-    return [
-        path
-        for entry in manifest
-        for key in keys
-        if entry.get(key)
-        for path in (entry[key] if isinstance(entry[key], list) else [entry[key]])
-    ]
+                    yield name, pair, testset, variant, replicas[pair, variant]
 
 
 def figure_tasks(config: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
@@ -213,10 +194,26 @@ def figure_path(task: str) -> str:
     return FIGURE.format(study=STUDY, task=task)
 
 
-def figure_manifest(config: Mapping[str, Any], task: str) -> list[dict[str, Any]]:
-    """The entries of one Figure 2 task."""
+def figure_manifest(config: Mapping[str, Any], task: str) -> list[Entry]:
+    """The manifest of one Figure 2 task: each system's BLEU by source length, of its first seed."""
     name, pair, testset = figure_tasks(config)[task]
-    return [e for e in entries(config, [name]) if e["pair"] == pair and e["testset"] == testset]
+    return [
+        Entry(
+            {"length": f"results/{name}/{pair}/{variant}/{testset}.length.json"},
+            name,
+            pair,
+            variant,
+            replicas[0].seed,
+            testset,
+        )
+        for _, of_pair, of_testset, variant, replicas in _systems(config, [name], pascal_only=False)
+        if (of_pair, of_testset) == (pair, testset)
+    ]
+
+
+def parser_manifest(config: Mapping[str, Any], corpora: Mapping[str, Any]) -> list[Entry]:
+    """The parser table's manifest: the scores of the parser of every parsed language."""
+    return [Entry({"scores": parser_scores(lang)}, label=lang) for lang in parsed_languages(config, corpora)]
 
 
 def regex(names: Iterable[str]) -> str:

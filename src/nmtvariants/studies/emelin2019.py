@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -481,11 +480,3 @@ def target_pos_lines(
         raise InputError(f"{tags} has {len(tagged)} lines but {bpe} has {len(lines)}")
     for number, (line_tags, line) in enumerate(zip(tagged, lines, strict=True), start=1):
         yield " ".join(target_pos_labels(line_tags.split(), line, f"{bpe}:{number} vs {tags}:{number}"))
-
-
-def label_of(spec: str) -> tuple[str, Path]:
-    """``LABEL=FILE`` -> (label, path); every table input names its variant this way."""
-    label, sep, path = spec.partition("=")
-    if not sep or not label or not path:
-        raise InputError(f"{spec!r}: expected VARIANT=FILE")
-    return label, Path(path)

@@ -1,19 +1,24 @@
 """Commands of the lexical-shortcuts study (Emelin et al. 2019) for ``rules/studies/emelin2019.smk``.
 
-Each table command reads the files the study's rules wrote, names every input's variant as
-``VARIANT=FILE``, and writes the table with :func:`nmtvariants.reporting.tables.write_table` (markdown,
-CSV and provenance record)::
+Each table command reads the files its manifest names (``--manifest FILE``:
+:mod:`nmtvariants.reporting.manifest`, written by the rule from
+:class:`nmtvariants.studies.emelin2019_plan.StudyPlan`) and writes the table with
+:func:`nmtvariants.reporting.tables.write_table` (markdown, CSV and provenance record)::
 
-    nmtvariants emelin2019-bleu --scores S.json ... [--seeds 1 1 2 2 ...] --pairs en-de --title T --out t1.md
-    nmtvariants emelin2019-variants --scores S.json ... --switches '{"lexical": {...}}' --out table4.md
-    nmtvariants emelin2019-params --count baseline=N.txt ... --log baseline=train_log.csv ... --out table5.md
-    nmtvariants emelin2019-bootstrap --result lexical/test=S.json ... --out bootstrap.md
-    nmtvariants emelin2019-probes --csv probes.csv ... --group-kind frequency_bin --out probes_frequency.md
-    nmtvariants emelin2019-gates --csv gates.csv ... --out gates.md
-    nmtvariants emelin2019-contrawsd --result baseline=contrawsd.json ... --out contrawsd.md
-    nmtvariants emelin2019-curves --csv probes.csv ... --value accuracy --side encoder --out fig.csv
+    nmtvariants emelin2019-bleu --manifest M.json [--mean-testsets nt14 nt15] --title T --out t1.md
+    nmtvariants emelin2019-variants --manifest M.json --title T --out table4.md
+    nmtvariants emelin2019-params --manifest M.json --title T --out table5.md
+    nmtvariants emelin2019-bootstrap --manifest M.json --title T --out bootstrap.md
+    nmtvariants emelin2019-probes --manifest M.json --group-kind frequency_bin --title T --out probes.md
+    nmtvariants emelin2019-gates --manifest M.json --title T --out gates.md
+    nmtvariants emelin2019-contrawsd --manifest M.json --title T --out contrawsd.md
+    nmtvariants emelin2019-curves --manifest M.json --value accuracy --side encoder --out fig.csv
     nmtvariants emelin2019-pos --conllu test.en.conllu --bpe bpe/test.en -o pos/test.en
     nmtvariants emelin2019-pos --tags raw/test.de.pos --bpe bpe/test.de -o pos/test.de
+
+The file roles each reads: ``scores`` (score JSONs of every replica and test set; Table 4's entries
+carry the variant's ``switches`` in ``info``), ``count`` and ``train_log`` (Table 5), ``significance``
+(bootstrap), ``probes``, ``gates``, ``contrawsd`` and, for the curves, ``probes`` or ``similarity``.
 """
 
 from __future__ import annotations
@@ -24,22 +29,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from nmtvariants.errors import ConfigError, InputError
+from nmtvariants.errors import InputError
 from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import atomic_write, read_lines, write_lines
 from nmtvariants.reporting.deviations import Deviation, applicable
+from nmtvariants.reporting.manifest import Entry, read_manifest
 from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.tables import write_table
 from nmtvariants.studies import emelin2019 as tables
 from nmtvariants.syntax.conllu import read_conllu
 
 
-def _read_csvs(paths: list[str]) -> pd.DataFrame:
-    frames = []
-    for path in paths:
-        if not Path(path).is_file():
-            raise InputError(f"{path}: file not found; run the analysis step that writes it")
-        frames.append(pd.read_csv(path, keep_default_na=False))
+def _read_csvs(entries: list[Entry], role: str) -> pd.DataFrame:
+    """The long CSVs of ``role`` the manifest names, one after the other."""
+    frames = [pd.read_csv(entry.file(role), keep_default_na=False) for entry in entries]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -57,17 +60,15 @@ def _deviations(table: str, conditions: set[str] | None = None) -> list[Deviatio
     return applicable(tables.DEVIATIONS, table, conditions or set())
 
 
-def _bleu_replicas(args: argparse.Namespace) -> pd.DataFrame:
-    """Every replica's rows (tables.bleu_replicas) of the requested pairs."""
-    records = [read_scores_json(path) for path in args.scores]
-    frame = tables.bleu_replicas(records, args.variants, getattr(args, "mean_testsets", None), args.seeds)
-    if args.pairs:
-        frame = frame[frame["pair"].isin(args.pairs)].reset_index(drop=True)
-    if args.exclude_pairs:
-        frame = frame[~frame["pair"].isin(args.exclude_pairs)].reset_index(drop=True)
-    if frame.empty:
-        raise InputError("no score records of the requested pairs")
-    return frame
+def _bleu_replicas(entries: list[Entry], mean_testsets: list[str] | None = None) -> pd.DataFrame:
+    """Every replica's rows (tables.bleu_replicas), in the manifest's order; each record's training seed
+    from its entry (without one, from its ``<variant>-seed<N>`` folder)."""
+    records = [read_scores_json(entry.file("scores")) for entry in entries]
+    return tables.bleu_replicas(records, None, mean_testsets, [entry.seed for entry in entries])
+
+
+def _files(entries: list[Entry], role: str) -> list[str]:
+    return [entry.file(role) for entry in entries]
 
 
 def run_bleu(args: argparse.Namespace) -> int:
@@ -77,39 +78,38 @@ def run_bleu(args: argparse.Namespace) -> int:
         if args.mean_testsets
         else "the unweighted mean over the test sets."
     )
-    csv, markdown, seeds = tables.replicated_bleu_table(_bleu_replicas(args))
+    entries = read_manifest(args.manifest, roles=["scores"])
+    csv, markdown, seeds = tables.replicated_bleu_table(_bleu_replicas(entries, args.mean_testsets))
     notes = (
         "BLEU: sacreBLEU on the detokenised output; tok. BLEU: BLEU of the Moses-tokenised output "
         f"against the tokenised reference (the paper's second figure). `mean`: {mean} Over seeds, the "
         f"`mean` row averages each seed's test mean.\n\n{seeds_note(seeds)}"
     )
-    write_table(csv, args.out, args.title, notes, args.scores, _deviations("bleu"), markdown=markdown)
+    sources = _files(entries, "scores")
+    write_table(csv, args.out, args.title, notes, sources, _deviations("bleu"), markdown=markdown)
     return 0
 
 
 def run_variants(args: argparse.Namespace) -> int:
-    try:
-        switches = json.loads(args.switches)
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"--switches: not valid JSON ({error.msg} at character {error.pos})") from None
-    replicas = _bleu_replicas(args)
+    entries = read_manifest(args.manifest, roles=["scores"], names=["variant"])
+    switches = {str(entry.variant): entry.info.get("switches") for entry in entries}
+    replicas = _bleu_replicas(entries)
     csv, markdown = tables.variants_table(replicas, switches, args.baseline)
     notes = (
         f"Mean over the test sets; Δ BLEU: difference of the mean sacreBLEU to `{args.baseline}`.\n\n"
         + seeds_note(list(dict.fromkeys(replicas["seed"])))
     )
     deviations = _deviations("variants", tables.variant_conditions(switches))
-    write_table(csv, args.out, args.title, notes, args.scores, deviations, markdown=markdown)
+    sources = _files(entries, "scores")
+    write_table(csv, args.out, args.title, notes, sources, deviations, markdown=markdown)
     return 0
 
 
 def run_params(args: argparse.Namespace) -> int:
-    counts = dict(tables.label_of(spec) for spec in args.count)
-    logs = dict(tables.label_of(spec) for spec in args.log)
-    if set(counts) != set(logs):
-        raise ConfigError(f"--count variants {sorted(counts)} differ from --log variants {sorted(logs)}")
-    params = {variant: tables.read_count(path) for variant, path in counts.items()}
-    speeds = {variant: tables.training_speed(path) for variant, path in logs.items()}
+    entries = read_manifest(args.manifest, roles=["count", "train_log"], names=["experiment", "variant"])
+    runs = {f"{entry.experiment}/{entry.variant}": entry for entry in entries}
+    params = {label: tables.read_count(entry.file("count")) for label, entry in runs.items()}
+    speeds = {label: tables.training_speed(entry.file("train_log")) for label, entry in runs.items()}
     frame = tables.params_speed_table(params, speeds, args.baseline)
     notes = (
         "Parameters: `nmtvariants count-params` of each run's model and vocabulary. Training speed: target "
@@ -117,18 +117,16 @@ def run_params(args: argparse.Namespace) -> int:
         "shared the machine with other jobs are slowed by them, so compare runs trained side by side."
     )
     notes = _with_note(notes, args.note)
-    write_table(frame, args.out, args.title, notes, [*counts.values(), *logs.values()], _deviations("params"))
+    sources = [*_files(entries, "count"), *_files(entries, "train_log")]
+    write_table(frame, args.out, args.title, notes, sources, _deviations("params"))
     return 0
 
 
 def run_bootstrap(args: argparse.Namespace) -> int:
-    results = {}
-    for spec in args.result:
-        label, path = tables.label_of(spec)
-        variant, _, testset = label.rpartition("/")
-        if not variant:
-            raise InputError(f"--result {spec!r}: expected VARIANT/TESTSET=FILE")
-        results[variant, testset] = _read_json(path)
+    entries = read_manifest(args.manifest, roles=["significance"], names=["variant", "testset"])
+    results = {
+        (entry.variant, entry.testset): _read_json(Path(entry.file("significance"))) for entry in entries
+    }
     csv, markdown = tables.bootstrap_table(results, args.baseline)
     first = next(iter(results.values()))
     method = first.get("method") or (
@@ -146,7 +144,7 @@ def run_bootstrap(args: argparse.Namespace) -> int:
             " One training seed per variant: the p-values test the outputs of these runs, not the methods; "
             "run-to-run variation of a few tenths of BLEU is not in them (train with `seeds: [...]`)."
         )
-    sources = [tables.label_of(spec)[1] for spec in args.result]
+    sources = _files(entries, "significance")
     p_columns = {column: ".3f" for column in markdown.columns if column.startswith("p (")}
     write_table(
         csv,
@@ -162,7 +160,8 @@ def run_bootstrap(args: argparse.Namespace) -> int:
 
 
 def run_probes(args: argparse.Namespace) -> int:
-    frame = tables.probe_breakdown(_read_csvs(args.csv), args.group_kind)
+    entries = read_manifest(args.manifest, roles=["probes"])
+    frame = tables.probe_breakdown(_read_csvs(entries, "probes"), args.group_kind)
     notes = f"Held-out lexical-probe accuracy per layer (0 = embeddings) by {args.group_kind}."
     if args.group_kind == "frequency_bin":
         notes += " Ten equal-sized bins of sub-word types, 1 the rarest; 0: types unseen in training."
@@ -170,35 +169,43 @@ def run_probes(args: argparse.Namespace) -> int:
         frame = frame.astype(object).where(frame.notna(), None)
     notes = _with_note(notes, args.note)
     deviations = _deviations("probes", {args.group_kind})
-    write_table(frame, args.out, args.title, notes, args.csv, deviations)
+    write_table(frame, args.out, args.title, notes, _files(entries, "probes"), deviations)
     return 0
 
 
 def run_gates(args: argparse.Namespace) -> int:
-    frame = tables.gate_table(_read_csvs(args.csv))
+    entries = read_manifest(args.manifest, roles=["gates"])
+    frame = tables.gate_table(_read_csvs(entries, "gates"))
     notes = _with_note(
         "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part.",
         args.note,
     )
-    write_table(frame, args.out, args.title, notes, args.csv, _deviations("gates"))
+    write_table(frame, args.out, args.title, notes, _files(entries, "gates"), _deviations("gates"))
     return 0
 
 
 def run_contrawsd(args: argparse.Namespace) -> int:
-    results = {variant: _read_json(path) for variant, path in map(tables.label_of, args.result)}
+    entries = read_manifest(args.manifest, roles=["contrawsd"], names=["variant"])
+    results = {
+        entry.label or str(entry.variant): _read_json(Path(entry.file("contrawsd"))) for entry in entries
+    }
     frame = tables.contrawsd_table(results)
     notes = (
         "An item is correct only if the reference's mean token NLL is lower than every contrastive "
         "translation's; every candidate went through the model's own preprocessing chain."
     )
     notes = _with_note(notes, args.note)
-    sources = [path for _, path in map(tables.label_of, args.result)]
-    write_table(frame, args.out, args.title, notes, sources, _deviations("contrawsd"))
+    write_table(frame, args.out, args.title, notes, _files(entries, "contrawsd"), _deviations("contrawsd"))
     return 0
 
 
+CURVE_ROLES = {"accuracy": "probes", "cosine": "similarity"}  # a figure's value -> the CSVs it is in
+
+
 def run_curves(args: argparse.Namespace) -> int:
-    frame = tables.layer_curves(_read_csvs(args.csv), args.value, args.side)
+    role = CURVE_ROLES[args.value]
+    entries = read_manifest(args.manifest, roles=[role])
+    frame = tables.layer_curves(_read_csvs(entries, role), args.value, args.side)
     with atomic_write(args.out) as out:
         frame.to_csv(out, index=False)
     return 0
@@ -227,22 +234,15 @@ def _table_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", required=True)
 
 
-def _score_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scores", nargs="+", required=True, help="evaluate JSONs (bleu and tok-bleu)")
-    parser.add_argument("--variants", nargs="+", help="row order of the variants")
-    parser.add_argument("--pairs", nargs="+", help="keep only these pairs")
-    parser.add_argument("--exclude-pairs", nargs="+", help="drop these pairs")
+def _manifest_arg(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument(
-        "--seeds",
-        nargs="+",
-        help="the training seed of each score file, in the same order (default: from <variant>-seed<N>); "
-        "a system's replicas become one row, mean ± sd over its seeds",
+        "--manifest", required=True, help=f"JSON manifest (nmtvariants.reporting.manifest): {help}"
     )
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     bleu = subparsers.add_parser("emelin2019-bleu", help="Emelin et al. Tables 1-3: BLEU per test set + mean")
-    _score_args(bleu)
+    _manifest_arg(bleu, "`scores` of every replica and test set, rows in its order")
     bleu.add_argument(
         "--mean-testsets",
         nargs="+",
@@ -252,15 +252,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     bleu.set_defaults(func=run_bleu)
 
     variants = subparsers.add_parser("emelin2019-variants", help="Emelin et al. Table 4: shortcut variants")
-    _score_args(variants)
-    variants.add_argument("--switches", required=True, help="JSON: variant -> its variant switches")
+    _manifest_arg(variants, "`scores` of every replica and test set, the variant's switches in info")
     variants.add_argument("--baseline", default="baseline")
     _table_args(variants)
     variants.set_defaults(func=run_variants)
 
     params = subparsers.add_parser("emelin2019-params", help="Emelin et al. Table 5: parameters and speed")
-    params.add_argument("--count", nargs="+", required=True, metavar="LABEL=FILE", help="count-params output")
-    params.add_argument("--log", nargs="+", required=True, metavar="LABEL=FILE", help="train_log.csv")
+    _manifest_arg(params, "`count` (count-params output) and `train_log` of each run")
     params.add_argument("--baseline", default="baseline")
     _note_arg(params)
     _table_args(params)
@@ -269,35 +267,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     boot = subparsers.add_parser(
         "emelin2019-bootstrap", help="sacreBLEU/chrF per test set, paired bootstrap against the baseline"
     )
-    boot.add_argument(
-        "--result", nargs="+", required=True, metavar="VARIANT/TESTSET=FILE", help="significance JSON"
-    )
+    _manifest_arg(boot, "`significance` of each variant and test set")
     boot.add_argument("--baseline", default="baseline")
     _table_args(boot)
     boot.set_defaults(func=run_bootstrap)
 
     probes = subparsers.add_parser("emelin2019-probes", help="lexical-probe accuracy by frequency bin or POS")
-    probes.add_argument("--csv", nargs="+", required=True, help="layer-probes CSVs")
+    _manifest_arg(probes, "`probes` (layer-probes CSV) of each variant")
     probes.add_argument("--group-kind", required=True, help="frequency_bin, or a grouping such as pos")
     _note_arg(probes)
     _table_args(probes)
     probes.set_defaults(func=run_probes)
 
     gates = subparsers.add_parser("emelin2019-gates", help="shortcut gate activations per layer")
-    gates.add_argument("--csv", nargs="+", required=True, help="gate-stats CSVs")
+    _manifest_arg(gates, "`gates` (gate-stats CSV) of each variant")
     _note_arg(gates)
     _table_args(gates)
     gates.set_defaults(func=run_gates)
 
     wsd = subparsers.add_parser("emelin2019-contrawsd", help="ContraWSD accuracy by sense, class")
-    wsd.add_argument("--result", nargs="+", required=True, metavar="LABEL=FILE", help="contrawsd JSON")
+    _manifest_arg(wsd, "`contrawsd` JSON of each variant (rows named by its label)")
     _note_arg(wsd)
     _table_args(wsd)
     wsd.set_defaults(func=run_contrawsd)
 
     curves = subparsers.add_parser("emelin2019-curves", help="the long CSV of a per-layer figure")
-    curves.add_argument("--csv", nargs="+", required=True, help="layer-probes or similarity CSVs")
-    curves.add_argument("--value", required=True, help="accuracy (probes) or cosine (similarity)")
+    _manifest_arg(curves, "`probes` (accuracy) or `similarity` (cosine) CSVs")
+    curves.add_argument("--value", required=True, choices=tuple(CURVE_ROLES), help="the figure's y column")
     curves.add_argument("--side", required=True, choices=("encoder", "decoder"))
     curves.add_argument("--out", required=True, help="figure CSV")
     curves.set_defaults(func=run_curves)

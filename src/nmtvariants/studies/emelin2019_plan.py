@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nmtvariants.config import experiment_replicas, experiment_seeds, experiment_systems
-from nmtvariants.layout import averaged_model, bpe_file, final_model
+from nmtvariants.layout import averaged_model, bpe_file, train_log
+from nmtvariants.reporting.manifest import Entry
 
 STUDY = "emelin2019"
 TABLES = f"results/tables/{STUDY}"
@@ -157,13 +158,10 @@ class StudyPlan:
         """Rows of the study-wide tables name the experiment when the study has several."""
         return variant if len(self.experiments) == 1 else f"{experiment}/{variant}"
 
-    def labelled(self, files: Mapping[str, str]) -> list[str]:
-        return [f"{label}={path}" for label, path in files.items()]
-
     # --- the BLEU tables ---------------------------------------------------------------------------
-    def bleu_systems(self, wildcards: Any) -> list[System]:
+    def bleu_systems(self, table: str) -> list[System]:
         """Tables 1-3: the main-setting models (Table 4 holds the ablations)."""
-        _, pairs, exclude, presets, excluded = self.bleu_tables[wildcards.table]
+        _, pairs, exclude, presets, excluded = self.bleu_tables[table]
         return [
             system
             for system in self.systems(pairs, exclude, presets, excluded, BLEU_METRICS)
@@ -197,31 +195,45 @@ class StudyPlan:
             if replica.pair == pair and replica.variant == variant
         ]
 
-    def score_files(self, systems: Sequence[System]) -> list[tuple[str, int]]:
-        """(score file, its training seed) of every replica and test set of ``systems``."""
+    def score_entries(self, systems: Sequence[System], switches: bool = False) -> list[Entry]:
+        """The manifest of a BLEU table: the score file of every replica and test set of ``systems``
+        (``switches``: with each variant's switches in ``info``, for Table 4's shortcut column)."""
         return [
-            (f"results/{name}/{pair}/{replica.name}/{testset}.scores.json", replica.seed)
+            Entry(
+                {"scores": f"results/{name}/{pair}/{replica.name}/{testset}.scores.json"},
+                name,
+                pair,
+                variant,
+                replica.seed,
+                testset,
+                info={"switches": self.experiments[name]["variants"][variant]} if switches else {},
+            )
             for name, pair, variant in systems
             for replica in self.replicas(name, pair, variant)
             for testset in self.experiments[name]["evaluate"]["testsets"]
         ]
 
-    def scores(self, systems: Sequence[System]) -> list[str]:
-        return [path for path, _ in self.score_files(systems)]
+    def bleu_manifest(self, table: str) -> list[Entry]:
+        return self.score_entries(self.bleu_systems(table))
 
-    def seed_args(self, systems: Sequence[System]) -> list[str]:
-        """``--seeds``: the training seed of each file of :meth:`scores`, so that the tables average a
-        system's replicas (mean ± sd over seeds) instead of listing them as variants."""
-        return ["--seeds", *(str(seed) for _, seed in self.score_files(systems))]
+    def variants_manifest(self) -> list[Entry]:
+        return self.score_entries(self.variant_systems(), switches=True)
 
-    def bootstrap_results(self) -> dict[str, str]:
-        """VARIANT/TESTSET -> significance JSON of every non-baseline variant of the analysed experiment."""
-        return {
-            f"{variant}/{testset}": f"results/{self.analysed}/en-de/{variant}/{testset}.significance.json"
-            for _, _, variant in self.variant_systems()
+    def bootstrap_manifest(self) -> list[Entry]:
+        """The significance test of every non-baseline variant of the analysed experiment on every test
+        set (over all seeds of both: no ``seed``)."""
+        return [
+            Entry(
+                {"significance": f"results/{name}/{pair}/{variant}/{testset}.significance.json"},
+                name,
+                pair,
+                variant,
+                testset=testset,
+            )
+            for name, pair, variant in self.variant_systems()
             if variant != "baseline"
-            for testset in self.experiments[str(self.analysed)]["evaluate"]["testsets"]
-        }
+            for testset in self.experiments[name]["evaluate"]["testsets"]
+        ]
 
     # --- the analyses (first seed) -----------------------------------------------------------------
     def first_seed_sentences(self, experiment: str) -> list[str]:
@@ -248,27 +260,39 @@ class StudyPlan:
     def run_bpe(self, experiment: str, pair: str, name: str) -> str:
         return bpe_file(self.experiments[experiment]["corpus"], pair, name)
 
-    def analysis(self, kind: str, shortcuts_only: bool = False) -> dict[str, str]:
-        """The per-variant analysis files of the analysed experiment's EN-DE runs (main setting)."""
-        analysed = str(self.analysed)
-        return {
-            self.label(analysed, variant): f"results/{analysed}/en-de/{variant}/analysis/{kind}"
-            for variant in self.analysed_variants(analysed)
-            if not shortcuts_only or self.has_shortcuts(analysed, variant)
-        }
+    def analysis(self, role: str, shortcuts_only: bool = False) -> list[Entry]:
+        """The manifest of an analysis table: the ``role`` file (``probes``, ``gates``) of each analysed
+        variant's EN-DE run (main setting, first seed)."""
+        name = str(self.analysed)
+        return [
+            Entry({role: f"results/{name}/en-de/{variant}/analysis/{role}.csv"}, name, "en-de", variant)
+            for variant in self.analysed_variants(name)
+            if not shortcuts_only or self.has_shortcuts(name, variant)
+        ]
 
-    def speed_runs(self) -> dict[str, tuple[str, str]]:
-        """label (experiment/variant) -> (parameter count file, the run's final.pt) of every EN-DE run of
-        the main setting (the paper's Table 5: baseline, lexical shortcuts, feature-fusion).
-        """
-        return {
-            f"{name}/{variant}": (
-                f"results/{name}/{pair}/{variant}/analysis/params.txt",
-                final_model(self.run_of[(name, pair, variant)]),
+    def curves_manifest(self, kind: str) -> list[Entry]:
+        """A per-layer figure's CSVs: every variant's probes, or the one similarity CSV of them all."""
+        if kind == "probes":
+            return self.analysis("probes")
+        name = str(self.analysed)
+        return [Entry({"similarity": f"results/{name}/en-de/analysis/similarity.csv"}, name, "en-de")]
+
+    def params_manifest(self) -> list[Entry]:
+        """Table 5: the parameter count and training log of every EN-DE run of the main setting (the
+        paper's: baseline, lexical shortcuts, feature-fusion), first seed."""
+        return [
+            Entry(
+                {
+                    "count": f"results/{name}/{pair}/{variant}/analysis/params.txt",
+                    "train_log": train_log(self.run_of[(name, pair, variant)]),
+                },
+                name,
+                pair,
+                variant,
             )
             for name, pair, variant in self.systems(["en-de"])
             if self.main_setting(name, variant)
-        }
+        ]
 
     # --- ContraWSD ---------------------------------------------------------------------------------
     def contrawsd_set(self, corpus: str, pair: str) -> str | None:
@@ -277,13 +301,19 @@ class StudyPlan:
             return "data/toyworld/contrawsd/en-de.json" if pair == "en-de" else None
         return CONTRAWSD_DEEN if pair == "de-en" else None
 
-    def contrawsd_results(self) -> dict[str, str]:
+    def contrawsd_manifest(self) -> list[Entry]:
         assert self.contrawsd is not None, "no experiment of the study has a ContraWSD set"
         name, pair = self.contrawsd
-        return {
-            self.label(name, variant): f"results/{name}/{pair}/{variant}/analysis/contrawsd.json"
+        return [
+            Entry(
+                {"contrawsd": f"results/{name}/{pair}/{variant}/analysis/contrawsd.json"},
+                name,
+                pair,
+                variant,
+                label=self.label(name, variant),
+            )
             for variant in self.analysed_variants(name, pair)
-        }
+        ]
 
     # --- the lexical probes ------------------------------------------------------------------------
     def probe_testset(self, experiment: str) -> str:

@@ -4,6 +4,12 @@
 ``libovicky2018-join``        long CSVs joined under ``series`` and ``label`` columns (the figure's input)
 ``libovicky2018-table``       Table 1 or 2 from score and adversarial-summary JSONs
 ``libovicky2018-images``      user-supplied images in place, or where to get them
+
+The table and the join read their inputs from a manifest (``--manifest FILE``,
+:mod:`nmtvariants.reporting.manifest`, written by the rule from
+:class:`nmtvariants.studies.libovicky2018_plan.StudyPlan`): the table one entry per replica (training
+seed) of each row with its ``clean`` scores, a multi-input system's ``adversarial`` summary and the
+row's ``label``; the join one entry per ``attention`` CSV, labelled with its series.
 """
 
 from __future__ import annotations
@@ -33,32 +39,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_attention)
 
     p = subparsers.add_parser("libovicky2018-join", help="long CSVs joined under a series column")
-    p.add_argument("--input", action="append", required=True, help="SERIES=FILE.csv (repeat)")
+    p.add_argument("--manifest", required=True, help="JSON manifest: `attention` CSVs, each labelled")
     p.add_argument("--csv", type=Path, required=True)
     p.set_defaults(func=run_join)
 
     p = subparsers.add_parser("libovicky2018-table", help="Table 1 or 2: clean and adversarial scores")
-    p.add_argument("--system", action="append", required=True, help="PAIR:TESTSET=LABEL (repeat, row order)")
-    p.add_argument("--clean", action="append", required=True, help="score JSON per system, in order")
     p.add_argument(
-        "--row",
-        action="append",
-        type=int,
-        default=[],
-        help="the table row (1-based) of the N-th --system: the replicas (training seeds) of one system "
-        "share a row and are averaged; give one per --system or none (each --system its own row)",
-    )
-    p.add_argument(
-        "--seed",
-        action="append",
-        default=[],
-        help="the training seed of the N-th --system (one per --system, or none: seed '?')",
-    )
-    p.add_argument(
-        "--adversarial",
-        action="append",
-        default=[],
-        help="N=SUMMARY.json: the adversarial summary of the N-th system (1-based)",
+        "--manifest",
+        required=True,
+        help="JSON manifest: per replica (training seed) of each row, `clean` scores and for a "
+        "multi-input system the `adversarial` summary; the replicas of one system share its row",
     )
     p.add_argument(
         "--table",
@@ -115,12 +105,13 @@ def _first_rows(source: tuple, count: int) -> tuple:
 def run_join(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from nmtvariants.data.extra_inputs import parse_named
+    from nmtvariants.reporting.manifest import read_manifest
     from nmtvariants.studies.libovicky2018 import write_csv
 
-    named = parse_named(args.input, "--input")
+    entries = read_manifest(args.manifest, roles=["attention"], names=["label"])
     joined = pd.concat(
-        [pd.read_csv(path).assign(series=name) for name, path in named.items()], ignore_index=True
+        [pd.read_csv(entry.file("attention")).assign(series=entry.label) for entry in entries],
+        ignore_index=True,
     )
     if "memory" in joined.columns:  # the figure draws one line per series and memory
         joined["label"] = joined["series"] + ": " + joined["memory"].astype(str)
@@ -132,48 +123,49 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.errors import ConfigError
     from nmtvariants.evaluation.results import read_scores_json
     from nmtvariants.reporting.deviations import applicable
+    from nmtvariants.reporting.manifest import groups, read_manifest
     from nmtvariants.reporting.replicas import seeds_note
     from nmtvariants.reporting.results import UNRECORDED_SEED
     from nmtvariants.reporting.tables import write_table
     from nmtvariants.studies.libovicky2018 import DEVIATIONS, System, adversarial_table
 
-    for option, given in (("--clean", args.clean), ("--row", args.row), ("--seed", args.seed)):
-        if given and len(given) != len(args.system):
-            raise ConfigError(f"libovicky2018-table: {len(args.system)} --system but {len(given)} {option}")
-    rows = args.row or [None] * len(args.system)
-    seeds = [int(seed) if seed.isdigit() else seed for seed in args.seed]
-    seeds = seeds or [UNRECORDED_SEED] * len(args.system)
-    summaries: dict[int, Path] = {}
-    for item in args.adversarial:
-        index, sep, path = item.partition("=")
-        if not sep or not index.isdigit() or not 1 <= int(index) <= len(args.system):
-            raise ConfigError(
-                f"--adversarial {item!r}: expected N=SUMMARY.json with 1 <= N <= {len(args.system)}"
-            )
-        summaries[int(index) - 1] = Path(path)
-    systems = []
-    for k, (system, clean) in enumerate(zip(args.system, args.clean, strict=True)):
-        where, sep, label = system.partition("=")
-        pair, colon, testset = where.partition(":")
-        if not sep or not colon:
-            raise ConfigError(f"--system {system!r}: expected PAIR:TESTSET=LABEL")
-        adversarial = json.loads(summaries[k].read_text(encoding="utf-8")) if k in summaries else None
-        systems.append(System(pair, testset, label, read_scores_json(clean), adversarial, seeds[k], rows[k]))
-    frame, markdown, seen = adversarial_table(systems, where=args.clean)
     known = {deviation.when for deviation in DEVIATIONS if deviation.when}
     unknown = sorted(set(args.condition) - known)
     if unknown:
         raise ConfigError(f"--condition {', '.join(unknown)}: not one of {', '.join(sorted(known))}")
+    entries = read_manifest(
+        args.manifest, roles=["clean"], names=["experiment", "pair", "variant", "testset"]
+    )
+    rows = {system: row for row, system in enumerate(groups(entries))}
+    systems = [
+        System(
+            str(entry.pair),
+            str(entry.testset),
+            entry.label or str(entry.variant),
+            read_scores_json(entry.file("clean")),
+            _read_summary(entry.files.get("adversarial")),
+            UNRECORDED_SEED if entry.seed is None else entry.seed,
+            rows[entry.system],
+        )
+        for entry in entries
+    ]
+    clean = [entry.file("clean") for entry in entries]
+    frame, markdown, seen = adversarial_table(systems, where=clean)
     write_table(
         frame,
         args.output,
         args.title,
         f"{args.notes} {seeds_note(seen)}".strip(),
-        sources=[*args.clean, *summaries.values()],
+        sources=[*clean, *(entry.files["adversarial"] for entry in entries if "adversarial" in entry.files)],
         deviations=applicable(DEVIATIONS, args.table, args.condition),
         markdown=markdown,
     )
     return 0
+
+
+def _read_summary(path: str | None) -> dict | None:
+    """A multi-input system's adversarial summary (``adversarial-summary --json``), or None."""
+    return None if path is None else json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def add_images_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from nmtvariants.config import (
@@ -33,6 +32,7 @@ from nmtvariants.config import (
 )
 from nmtvariants.errors import ConfigError
 from nmtvariants.layout import averaged_model, bpe_file
+from nmtvariants.reporting.manifest import Entry
 
 STUDY = "libovicky2018"
 SEEDS = (1, 2, 3)  # default derangement seeds of every adversarial evaluation
@@ -59,17 +59,6 @@ TITLES = {
 }
 
 System = tuple[str, str, str, str]  # experiment, pair, variant, test set
-
-
-@dataclass(frozen=True)
-class TableReplica:
-    """One training seed of one row of Table 1 or 2: the row (0-based), its system, the seed and the
-    replica's result-folder name."""
-
-    row: int
-    system: System
-    seed: int
-    name: str
 
 
 class StudyPlan:
@@ -197,15 +186,21 @@ class StudyPlan:
             if of == pair
         ]
 
-    def table_replicas(self, kind: str) -> list[TableReplica]:
-        """Every training seed of every row of a table, row by row, seed by seed within a row."""
-        replicas = []
-        for row, system in enumerate(self.systems(kind)):
-            seeds = self.training_seeds(system[0])
-            replicas += [
-                TableReplica(row, system, seed, replica_name(system[2], seed, seeds)) for seed in seeds
-            ]
-        return replicas
+    def table_manifest(self, kind: str) -> list[Entry]:
+        """Table 1 or 2: every training seed of every row (row by row, seed by seed within a row), with
+        the replica's clean scores and, for a multi-input system, its adversarial summary; the row's
+        label is the strategy (or the baseline's name). The replicas of a row share its system."""
+        entries = []
+        for e, p, v, t in self.systems(kind):
+            seeds = self.training_seeds(e)
+            for seed in seeds:
+                folder = self.folder(e, p, replica_name(v, seed, seeds))
+                files = {"clean": f"{folder}/{t}.clean.json"}
+                if self.inputs(e, v):
+                    files["adversarial"] = f"{folder}/{t}.adversarial.json"
+                label = self.strategy(e, v) or BASELINE_LABELS[kind]
+                entries.append(Entry(files, e, p, v, seed, t, label=label))
+        return entries
 
     def analysis_note(self) -> str:
         """The attention figure's title suffix: " (seed N only)" where an experiment of the study has
@@ -399,56 +394,24 @@ class StudyPlan:
         inputs["target"] = bpe_file(corpus, pair, f"{testset}.{pair.split('-')[1]}")
         return inputs
 
-    def attention_series(self) -> dict[str, str]:
-        """Figure line name -> attention CSV: "<task> <pair> <strategy>", with the experiment and
-        variant added only where two systems would otherwise share a name."""
+    def attention_manifest(self) -> list[Entry]:
+        """The figure's attention CSVs, each labelled with its line name: "<task> <pair> <strategy>",
+        with the experiment and variant added only where two systems would otherwise share a name."""
         systems = self.attention_systems()
         short = [f"{KIND_LABELS[self.kind(e)]} {p} {self.strategy(e, v)}" for e, p, v, _ in systems]
-        return {
-            name
-            if short.count(name) == 1
-            else f"{name} ({e}/{v})": f"{self.folder(e, p, v)}/{t}.attention.csv"
-            for name, (e, p, v, t) in zip(short, systems, strict=True)
-        }
-
-    def attention_join_args(self) -> list[str]:
         return [
-            word
-            for series, path in self.attention_series().items()
-            for word in ("--input", f"{series}={path}")
+            Entry(
+                {"attention": f"{self.folder(e, p, v)}/{t}.attention.csv"},
+                e,
+                p,
+                v,
+                testset=t,
+                label=name if short.count(name) == 1 else f"{name} ({e}/{v})",
+            )
+            for name, (e, p, v, t) in zip(short, systems, strict=True)
         ]
 
     # --- Tables 1 and 2 -----------------------------------------------------------------------------
-    def table_inputs(self, wildcards: Any) -> dict[str, str]:
-        """Each replica's clean scores and, for a multi-input system, its adversarial summary."""
-        inputs = {}
-        for k, replica in enumerate(self.table_replicas(wildcards.table)):
-            e, p, _, t = replica.system
-            inputs[f"clean_{k}"] = f"{self.folder(e, p, replica.name)}/{t}.clean.json"
-            if self.inputs(e, replica.name):
-                inputs[f"adversarial_{k}"] = f"{self.folder(e, p, replica.name)}/{t}.adversarial.json"
-        return inputs
-
-    def table_args(self, wildcards: Any, input: Any) -> list[str]:
-        """The builder's arguments: the table, its deviation conditions, then each replica's row, training
-        seed and files (the replicas of one row are averaged over their seeds)."""
-        args = ["--table", wildcards.table, *self.table_conditions(wildcards)]
-        for k, replica in enumerate(self.table_replicas(wildcards.table)):
-            e, p, v, t = replica.system
-            label = self.strategy(e, v) or BASELINE_LABELS[wildcards.table]
-            args += [
-                "--system",
-                f"{p}:{t}={label}",
-                "--row",
-                str(replica.row + 1),
-                "--seed",
-                str(replica.seed),
-            ]
-            args += ["--clean", input[f"clean_{k}"]]
-            if f"adversarial_{k}" in set(input.keys()):
-                args += ["--adversarial", f"{k + 1}={input[f'adversarial_{k}']}"]
-        return args
-
     def table_conditions(self, wildcards: Any) -> list[str]:
         """``--condition`` arguments of the table builder: which of the study's conditional deviations
         from the paper (studies/libovicky2018.py DEVIATIONS) the config's systems of this table meet."""

@@ -45,6 +45,7 @@ from nmtvariants.models.config import ALIASES, PRESETS, model_config
 from nmtvariants.models.layers import parse_layout
 from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
 from nmtvariants.reporting.deviations import Deviation
+from nmtvariants.reporting.manifest import Entry
 from nmtvariants.reporting.replicas import aggregate_replicas, seed_column
 from nmtvariants.reporting.results import metric_label
 from nmtvariants.text.subword_map import HYPHEN
@@ -97,6 +98,26 @@ class System:
     size: str
     decoder_layers: int
     default_depth: bool  # the preset's depth (Tables 1 and 4) rather than a depth ablation
+
+
+SYSTEM_INFO = ("layout", "size", "decoder_layers", "default_depth")  # what a manifest entry's info holds
+
+
+def system_info(system: System) -> dict[str, Any]:
+    """What a manifest entry (nmtvariants.reporting.manifest) says of its system besides its name."""
+    return {key: getattr(system, key) for key in SYSTEM_INFO}
+
+
+def manifest_system(entry: Entry) -> System:
+    """The system of a manifest entry: its experiment, pair and variant, and :func:`system_info`."""
+    missing = [key for key in SYSTEM_INFO if key not in entry.info]
+    if missing or None in (entry.experiment, entry.pair, entry.variant):
+        raise InputError(
+            f"{entry.where}: a yang2020 entry names its experiment, pair and variant and has "
+            f"{', '.join(SYSTEM_INFO)} in its info (missing: {', '.join(missing) or 'a name'})"
+        )
+    info = {key: entry.info[key] for key in SYSTEM_INFO}
+    return System(str(entry.experiment), str(entry.pair), str(entry.variant), **info)
 
 
 def layout_name(variant: dict[str, Any] | None) -> str:

@@ -1,9 +1,14 @@
 """Yang et al. (2020)'s commands for ``rules/studies/yang2020.smk``: the tables, the figures' CSVs,
 the decoding-speed measurement, and ``layer-aer`` on text tokenised with Moses' hyphen splitting.
 
-The rule passes what each table or figure is built from as one JSON list (``--entries``): every item
-names its system (:class:`nmtvariants.studies.yang2020.System`'s fields) and its files, so that the
-paths are decided in one place, the rule file, and the tables see exactly the files Snakemake tracked.
+The rule passes what each table or figure is built from as a manifest (``--manifest FILE``,
+:mod:`nmtvariants.reporting.manifest`, from :class:`nmtvariants.studies.yang2020_workflow.Yang2020Workflow`):
+every entry names its system (experiment, pair, variant; the rest of
+:class:`nmtvariants.studies.yang2020.System` in its ``info``) and its files, so that the paths are
+decided in one place and the tables see exactly the files Snakemake tracked. Roles: ``scores`` (one
+entry per replica and test set; Table 4 also ``checkpoint``, ``train_log`` and ``decode_speed``),
+``layer_aer`` (the AER table and Figures 4-7; ``info`` has the ``gold`` set, ``corpus`` and ``seeds``)
+and ``probes`` (Figures 3, 8, 10).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ TABLES = {
         "Moses' @-@ splits).",
     ),
 }
+FIGURE_ROLES = {"probes": "probes", "aer": "layer_aer"}  # yang2020-figure-data --kind -> its CSVs' role
 # What a model was trained on, for the domain-gap note of a Hansards-scored row
 CORPUS_DOMAINS = {"multi30k": "Multi30k's image captions", "toyworld": "toyworld's synthetic scenes"}
 
@@ -69,11 +75,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     tb.add_argument("--kind", choices=tuple(TABLES), required=True)
     tb.add_argument(
-        "--entries",
+        "--manifest",
         required=True,
-        help="JSON list of {system: {...}, seed, testset, scores[, checkpoint, train_log, decode_speed]},"
-        " one per training seed (replica) and test set (kind aer: {system: {...}, csv, gold, corpus, seed,"
-        " seeds}: the seed analysed and the experiment's seeds)",
+        help="JSON manifest: `scores` per replica and test set (simplified: also checkpoint, train_log,"
+        " decode_speed); kind aer: `layer_aer` per system, the seed analysed, info gold, corpus, seeds",
     )
     tb.add_argument("--out", required=True, help="markdown table; the CSV and provenance go beside it")
     tb.set_defaults(func=run_table)
@@ -81,8 +86,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     fg = subparsers.add_parser(
         "yang2020-figure-data", help="Yang et al. 2020: the long CSVs of Figures 3, 8, 10 or 4-7"
     )
-    fg.add_argument("--kind", choices=("probes", "aer"), required=True)
-    fg.add_argument("--entries", required=True, help="JSON list of {system: {...}, csv}")
+    fg.add_argument("--kind", choices=tuple(FIGURE_ROLES), required=True)
+    fg.add_argument("--manifest", required=True, help="JSON manifest: `probes` or `layer_aer` per system")
     fg.add_argument("--outdir", required=True, help="results/figures/yang2020")
     fg.set_defaults(func=run_figure_data)
 
@@ -140,20 +145,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     ch.set_defaults(func=run_gold_chain)
 
 
-def _entries(text: str) -> list[dict[str, Any]]:
-    from nmtvariants.studies.yang2020 import System
+def _entries(path: str, role: str) -> list[dict[str, Any]]:
+    """The manifest's entries as the table code reads them: the ``system``, ``seed`` and ``testset``,
+    the files by role and the rest of the ``info`` (the AER table's gold set, corpus and seeds)."""
+    from nmtvariants.reporting.manifest import read_manifest
+    from nmtvariants.reporting.results import UNRECORDED_SEED
+    from nmtvariants.studies.yang2020 import SYSTEM_INFO, manifest_system
 
-    try:
-        entries = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"--entries: not valid JSON ({error.msg} at character {error.pos})") from None
-    if not isinstance(entries, list) or not entries:
-        raise ConfigError("--entries: expected a non-empty JSON list")
-    for number, entry in enumerate(entries):
-        try:
-            entry["system"] = System(**entry["system"])
-        except (KeyError, TypeError) as error:
-            raise ConfigError(f"--entries[{number}]: no valid `system` ({error})") from None
+    entries = []
+    for entry in read_manifest(path, roles=[role]):
+        extra = {key: value for key, value in entry.info.items() if key not in SYSTEM_INFO}
+        seed = UNRECORDED_SEED if entry.seed is None else entry.seed
+        system = manifest_system(entry)
+        entries.append({**extra, **entry.files, "system": system, "seed": seed, "testset": entry.testset})
     return entries
 
 
@@ -162,7 +166,6 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.models.build import count_parameters
     from nmtvariants.reporting.deviations import applicable
     from nmtvariants.reporting.replicas import seeds_note
-    from nmtvariants.reporting.results import UNRECORDED_SEED
     from nmtvariants.reporting.tables import write_table
     from nmtvariants.studies.yang2020 import (
         DEVIATIONS,
@@ -174,7 +177,7 @@ def run_table(args: argparse.Namespace) -> int:
         training_speed,
     )
 
-    entries = _entries(args.entries)
+    entries = _entries(args.manifest, "layer_aer" if args.kind == "aer" else "scores")
     title, notes = TABLES[args.kind]
     deviations = applicable(DEVIATIONS, args.kind, table_conditions([e["system"] for e in entries]))
     if args.kind == "aer":
@@ -182,16 +185,13 @@ def run_table(args: argparse.Namespace) -> int:
 
         hansards = [e["corpus"] for e in entries if e["gold"] == "hansards"]
         notes += hansards_note(hansards) if hansards else ""
-        seeds = [
-            (e.get("seed", UNRECORDED_SEED), e.get("seeds") or [e.get("seed", UNRECORDED_SEED)])
-            for e in entries
-        ]
+        seeds = [(e["seed"], e.get("seeds") or [e["seed"]]) for e in entries]
         notes += " " + analysed_seed_note(seeds)
-        frame = layer_aer_table([(e["system"], e["corpus"], e["gold"], e["csv"]) for e in entries])
-        write_table(frame, args.out, title, notes, [e["csv"] for e in entries], deviations)
+        frame = layer_aer_table([(e["system"], e["corpus"], e["gold"], e["layer_aer"]) for e in entries])
+        write_table(frame, args.out, title, notes, [e["layer_aer"] for e in entries], deviations)
         return 0
     # one entry per replica (training seed) and test set; the rows are the systems, over their seeds
-    rows = [(e["system"], e["testset"], e["scores"], e.get("seed", UNRECORDED_SEED)) for e in entries]
+    rows = [(e["system"], e["testset"], e["scores"], e["seed"]) for e in entries]
     sources = [e["scores"] for e in entries]
     if args.kind == "simplified":
         parameters, train_speed, decode_speed = {}, {}, {}
@@ -222,15 +222,15 @@ def run_figure_data(args: argparse.Namespace) -> int:
         write_rows,
     )
 
-    entries = _entries(args.entries)
+    entries = _entries(args.manifest, FIGURE_ROLES[args.kind])
     outdir = Path(args.outdir)
     if args.kind == "probes":
-        probes = [(e["system"], read_probe_csv(e["csv"])) for e in entries]
+        probes = [(e["system"], read_probe_csv(e["probes"])) for e in entries]
         for figure in FIGURE_MODULES:
             for side in ("source", "target"):
                 write_rows(outdir / f"{figure}_{side}.csv", probe_figure_rows(figure, side, probes))
     else:
-        tables = [(e["system"], e["csv"]) for e in entries]
+        tables = [(e["system"], e["layer_aer"]) for e in entries]
         for metric in ("aer", "coverage"):
             write_rows(outdir / f"figs4_7_{metric}.csv", aer_figure_rows(metric, tables))
     return 0

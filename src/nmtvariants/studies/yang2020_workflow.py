@@ -1,5 +1,6 @@
 """Where ``rules/studies/yang2020.smk`` finds and puts things: the study's systems, their shared runs'
-checkpoints and logs, their BPE'd data, and the JSON entries its table and figure commands read.
+checkpoints and logs, their BPE'd data, and the manifests its table and figure commands read
+(:mod:`nmtvariants.reporting.manifest`).
 
 One object per resolved config (:class:`Yang2020Workflow`), so that the rule file holds rules only
 and every path is decided here, with the same run ids as ``rules/common.smk``
@@ -13,12 +14,13 @@ their notes and figure titles say so.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Any
 
 from nmtvariants.config import experiment_seeds, replica_name, training_runs
 from nmtvariants.errors import ConfigError
 from nmtvariants.layout import averaged_model, bpe_file, train_log
+from nmtvariants.reporting.manifest import Entry
 from nmtvariants.studies.yang2020 import (
     SIMPLIFIED,
     STANDARD,
@@ -27,6 +29,7 @@ from nmtvariants.studies.yang2020 import (
     layout_systems,
     simplified_pairs,
     study_systems,
+    system_info,
 )
 
 # Gold word alignments per corpus (the first test set is scored): toyworld's Pharaoh files.
@@ -247,21 +250,24 @@ class Yang2020Workflow:
 
     # --- what the table and figure commands read ---------------------------------------------------
 
-    def score_entries(self, systems: list[System]) -> list[dict[str, Any]]:
+    def score_entries(self, systems: list[System]) -> list[Entry]:
         """One entry per system, training seed and test set: the replica's score file."""
         return [
-            {
-                "system": asdict(s),
-                "seed": seed,
-                "testset": testset,
-                "scores": f"results/{s.experiment}/{s.pair}/{replica}/{testset}.scores.json",
-            }
+            Entry(
+                {"scores": f"results/{s.experiment}/{s.pair}/{replica}/{testset}.scores.json"},
+                s.experiment,
+                s.pair,
+                s.variant,
+                seed,
+                testset,
+                info=system_info(s),
+            )
             for s in systems
             for seed, replica in self.replicas(s)
             for testset in self.testsets(s)
         ]
 
-    def simplified_entries(self) -> list[dict[str, Any]]:
+    def simplified_entries(self) -> list[Entry]:
         """Table 4's entries: each replica's scores, checkpoint and training log, and the decoding
         speed of the first seed's two models (one job per experiment and pair)."""
         entries = []
@@ -270,48 +276,41 @@ class Yang2020Workflow:
             for system in (standard, simplified):
                 replicas = dict(self.replicas(system))
                 for entry in self.score_entries([system]):
-                    replica = replicas[entry["seed"]]
-                    entries.append(
-                        {
-                            **entry,
-                            "checkpoint": self.checkpoint(system, replica),
-                            "train_log": train_log(self.run_id(system, replica)),
-                            "decode_speed": speed,
-                        }
-                    )
+                    run = self.run_id(system, replicas[entry.seed])
+                    files = {
+                        **entry.files,
+                        "checkpoint": self.checkpoint(system, replicas[entry.seed]),
+                        "train_log": train_log(run),
+                        "decode_speed": speed,
+                    }
+                    entries.append(replace(entry, files=files))
         return entries
 
-    def aer_entries(self) -> list[dict[str, Any]]:
+    def aer_entries(self) -> list[Entry]:
         """The AER-per-layer table: every aligned system's layer_aer.csv (of its first seed's model),
         its gold set and corpus, the seed analysed and the experiment's seeds."""
         return [
-            {
-                "system": asdict(s),
-                "csv": f"{self.folder(s)}/layer_aer.csv",
-                "gold": self.gold_set(s),
-                "corpus": self.corpus(s),
-                "seed": self.first_seed(s),
-                "seeds": self.seeds[s.experiment],
-            }
+            Entry(
+                {"layer_aer": f"{self.folder(s)}/layer_aer.csv"},
+                s.experiment,
+                s.pair,
+                s.variant,
+                self.first_seed(s),
+                info={
+                    **system_info(s),
+                    "gold": self.gold_set(s),
+                    "corpus": self.corpus(s),
+                    "seeds": self.seeds[s.experiment],
+                },
+            )
             for s in self.aligned
         ]
 
-    def table_inputs(self, table: str) -> list[str]:
-        """The files Snakemake tracks for a table (a run's train_log.csv is read beside final.pt, the
-        training job's declared output)."""
-        files = []
-        for entry in self.tables[table]:
-            if "csv" in entry:
-                files.append(entry["csv"])
-                continue
-            files.append(entry["scores"])
-            if "train_log" in entry:
-                files += [
-                    entry["checkpoint"],
-                    entry["train_log"].replace("train_log.csv", "final.pt"),
-                    entry["decode_speed"],
-                ]
-        return list(dict.fromkeys(files))
-
-    def figure_entries(self, systems: list[System], name: str) -> list[dict[str, Any]]:
-        return [{"system": asdict(s), "csv": f"{self.folder(s)}/{name}"} for s in systems]
+    def figure_entries(self, systems: list[System], role: str) -> list[Entry]:
+        """A figure's per-layer CSVs (``probes`` or ``layer_aer``) of each system's first seed."""
+        return [
+            Entry(
+                {role: f"{self.folder(s)}/{role}.csv"}, s.experiment, s.pair, s.variant, info=system_info(s)
+            )
+            for s in systems
+        ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shlex
 import statistics
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import torch
 
 from nmtvariants.cli import main
 from nmtvariants.models import build_model, model_config
+from nmtvariants.reporting.manifest import Entry, write_manifest
 from nmtvariants.studies.composition import parts
 
 VARIANTS = {
@@ -42,7 +44,7 @@ def test_parts_are_the_variants_whose_switches_make_up_the_composed_one():
     assert parts({"base": {}, "a": {"pascal": {}}, "a_again": {"pascal": {}}}) == {}
 
 
-def write_replica(folder: Path, variant: str, seed: int, bleu: float, tok_per_s: float) -> dict:
+def write_replica(folder: Path, variant: str, seed: int, bleu: float, tok_per_s: float) -> Entry:
     folder.mkdir(parents=True)
     scores = folder / "test.scores.json"
     scores.write_text(json.dumps({"scores": {"bleu": {"score": bleu}, "chrf": {"score": bleu + 20}}}))
@@ -66,13 +68,11 @@ def write_replica(folder: Path, variant: str, seed: int, bleu: float, tok_per_s:
         "train_log": str(folder / "train_log.csv"),
     }
     files["checkpoint"] = str(checkpoint)
-    return {
-        "testset": "test",
-        "variant": variant,
-        "seed": seed,
-        "switches": VARIANTS[variant],
-        "files": files,
-    }
+    if variant != "transformer":
+        files["significance"] = write_significance(folder.parent / f"{variant}.sig.json", 0.04)
+    return Entry(
+        files=files, variant=variant, seed=seed, testset="test", info={"switches": VARIANTS[variant]}
+    )
 
 
 def read_rows(table: Path) -> dict[str, dict[str, str]]:
@@ -94,12 +94,10 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     entries = []
     for variant, scores in BLEU.items():
         for seed, bleu in zip(SEEDS, scores, strict=True):
-            entry = write_replica(root / f"{variant}-{seed}", variant, seed, bleu, 100.0 * seed)
-            if variant != "transformer":
-                entry["files"]["significance"] = write_significance(root / f"{variant}.sig.json", 0.04)
-            entries.append(entry)
+            entries.append(write_replica(root / f"{variant}-{seed}", variant, seed, bleu, 100.0 * seed))
     out = root / "table.md"
-    args = ["composition-table", "--manifest", json.dumps(entries), "--reference", "transformer"]
+    manifest = write_manifest(root / "manifest.json", entries)
+    args = ["composition-table", "--manifest", str(manifest), "--reference", "transformer"]
     assert main([*args, "--title", "composition", "--out", str(out)]) == 0
     return out, entries
 
@@ -129,15 +127,15 @@ def test_parameters_are_counted_from_each_variants_model(table):
     out, entries = table
     rows = read_rows(out)
     for entry in entries:
-        state = torch.load(entry["files"]["checkpoint"], weights_only=True)["model"]
+        state = torch.load(entry.files["checkpoint"], weights_only=True)["model"]
         # the model's parameters, not its buffers, each shared tensor (tied embeddings) once
         cfg = model_config(
-            "tiny", overrides={"d_model": 16, "n_heads": 2, "d_ff": 32}, variant=VARIANTS[entry["variant"]]
+            "tiny", overrides={"d_model": 16, "n_heads": 2, "d_ff": 32}, variant=VARIANTS[entry.variant]
         )
         buffers = {name for name, _ in build_model(cfg, 20).named_buffers()}
         unique = {tensor.data_ptr(): tensor.numel() for name, tensor in state.items() if name not in buffers}
         expected = sum(unique.values())
-        assert int(rows[entry["variant"]]["params"]) == expected
+        assert int(rows[entry.variant]["params"]) == expected
 
 
 def test_note_sets_the_composed_difference_beside_the_sum_of_its_parts(table):
@@ -153,11 +151,15 @@ def test_note_sets_the_composed_difference_beside_the_sum_of_its_parts(table):
 
 
 def test_a_manifest_entry_without_its_files_is_a_one_line_error(tmp_path, capsys):
-    entry = {"testset": "test", "variant": "a", "seed": 1, "files": {"scores": "x"}}
-    args = ["composition-table", "--manifest", json.dumps([entry]), "--reference", "a", "--title", "t"]
+    scores = tmp_path / "x.json"
+    scores.write_text("{}")
+    manifest = write_manifest(
+        tmp_path / "m.json", [Entry(files={"scores": str(scores)}, variant="a", seed=1, testset="t")]
+    )
+    args = ["composition-table", "--manifest", str(manifest), "--reference", "a", "--title", "t"]
     assert main([*args, "--out", str(tmp_path / "t.md")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "a/test lacks checkpoint, run, train_log" in err
+    assert len(err.splitlines()) == 1 and "entry 1 (a seed 1 on t): no 'run' file" in err
 
 
 def test_the_multi30k_composition_reuses_the_study_configs_runs_and_plans_its_table():
@@ -199,3 +201,8 @@ def test_the_multi30k_composition_reuses_the_study_configs_runs_and_plans_its_ta
     assert sum(job["rule"] == "train" for job in jobs) == 15
     table = next(job for job in jobs if job["rule"] == "composition_table")
     assert "results/tables/composition/m30k_composition_mechanisms.md" in table["output"]
+    # the manifest names every replica's files, and the input tracks the run through its final.pt
+    entries = json.loads(shlex.split(table["shell"])[2])
+    assert len(entries) == 2 * 15 and {e["variant"] for e in entries} == set(same) | {"composed"}
+    assert all("significance" in e["files"] for e in entries if e["variant"] != "transformer")
+    assert all(e["files"]["checkpoint"] in table["input"] for e in entries)

@@ -42,9 +42,9 @@ NAMES: dict[str, tuple[type, ...]] = {
     "testset": (str,),
     "label": (str,),
 }
-# A role whose file no rule declares (training rewrites train_log.csv as it goes): Snakemake tracks the
-# file beside it that the same job declares instead (the run's final.pt).
-TRACKED_BESIDE = {"train_log": "final.pt"}
+# A role whose file no rule declares (training rewrites train_log.csv as it goes, and writes run.json
+# with it): Snakemake tracks the file beside it that the same job declares instead (the run's final.pt).
+TRACKED_BESIDE = {"train_log": "final.pt", "run": "final.pt"}
 MISSING_SHOWN = 5  # missing files named in the error; the rest are counted
 
 

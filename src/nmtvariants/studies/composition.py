@@ -24,12 +24,21 @@ from typing import Any
 
 import pandas as pd
 
+from nmtvariants.config import experiment_replicas
 from nmtvariants.errors import InputError
+from nmtvariants.layout import final_model, run_folder, train_log
+from nmtvariants.reporting.manifest import Entry
 from nmtvariants.reporting.replicas import format_mean_sd, mean_sd
 
 STUDY = "composition"
 TABLES = f"results/tables/{STUDY}"
 METRICS = {"bleu": "BLEU", "chrf": "chrF"}
+ROLES = (
+    "scores",
+    "run",
+    "train_log",
+    "checkpoint",
+)  # every entry's files; significance but for the reference
 
 
 def table_path(experiment: str) -> str:
@@ -53,6 +62,48 @@ def parts(variants: Mapping[str, Mapping[str, Any] | None]) -> dict[str, list[st
         if len(found) >= 2 and covered == set(composed):
             out[name] = found
     return out
+
+
+def reference_variant(config: Mapping[str, Any], experiment: str) -> str:
+    """The baseline every other variant is compared with: the experiment's first variant."""
+    return next(iter(config["experiments"][experiment]["variants"]))
+
+
+def manifest(
+    config: Mapping[str, Any], run_of: Mapping[tuple[str, str, str], str], experiment: str
+) -> list[Entry]:
+    """The table's manifest: one entry per (test set, replica) with its score file, its run's record,
+    log and final model, and (but for the reference) the variant's significance test over replicas;
+    ``info`` holds the variant's switches, from which :func:`parts` finds the composed variants.
+    ``run_of`` maps (experiment, pair, replica) to the run id (rules/common.smk's RUN_OF)."""
+    spec = config["experiments"][experiment]
+    reference = reference_variant(config, experiment)
+    entries = []
+    for testset in spec["evaluate"]["testsets"]:
+        for replica in experiment_replicas(config, experiment):
+            run = run_of[experiment, replica.pair, replica.name]
+            folder = f"results/{experiment}/{replica.pair}"
+            files = {
+                "scores": f"{folder}/{replica.name}/{testset}.scores.json",
+                "run": f"{run_folder(run)}/run.json",
+                "train_log": train_log(run),
+                "checkpoint": final_model(run),
+            }
+            if replica.variant != reference:
+                files["significance"] = f"{folder}/{replica.variant}/{testset}.significance.json"
+            switches = spec["variants"][replica.variant] or {}
+            entries.append(
+                Entry(
+                    files=files,
+                    experiment=experiment,
+                    pair=replica.pair,
+                    variant=replica.variant,
+                    seed=replica.seed,
+                    testset=testset,
+                    info={"switches": dict(switches)},
+                )
+            )
+    return entries
 
 
 def _read_json(path: str | Path, what: str) -> dict[str, Any]:
@@ -86,37 +137,37 @@ def parameter_count(checkpoint: str | Path) -> int:
     return count_parameters(load_model(checkpoint, map_location="cpu"))
 
 
-def long_frame(entries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def long_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     """One row per (test set, variant, seed): each metric's score, the replica's training record and
     the variant's parameter count (read once per variant: every seed has the same architecture)."""
     rows, params = [], {}
     for entry in entries:
-        files = entry["files"]
+        files = entry.files
         scores = _read_json(files["scores"], "score record")["scores"]
-        if entry["variant"] not in params:
-            params[entry["variant"]] = parameter_count(files["checkpoint"])
-        row = {"testset": entry["testset"], "variant": entry["variant"], "seed": entry["seed"]}
+        if entry.variant not in params:
+            params[entry.variant] = parameter_count(files["checkpoint"])
+        row = {"testset": entry.testset, "variant": entry.variant, "seed": entry.seed}
         for metric, label in METRICS.items():
             if metric not in scores:
                 raise InputError(f"{files['scores']}: no {metric} score; add it to the experiment's metrics")
             row[label] = float(scores[metric]["score"])
         row.update(training_record(files["run"], files["train_log"]))
-        row["params"] = params[entry["variant"]]
+        row["params"] = params[entry.variant]
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def significance(entries: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, str], dict[str, float]], str]:
+def significance(entries: Sequence[Entry]) -> tuple[dict[tuple[str, str], dict[str, float]], str]:
     """(test set, variant) -> metric label -> p over replicas, from the core rule's files; and the
     method sentence they record."""
     p_values, methods = {}, set()
     for entry in entries:
-        path = entry["files"].get("significance")
-        if not path or (entry["testset"], entry["variant"]) in p_values:
+        path = entry.files.get("significance")
+        if not path or (entry.testset, entry.variant) in p_values:
             continue
         record = _read_json(path, "significance test")
         methods.add(record["method"])
-        p_values[entry["testset"], entry["variant"]] = {
+        p_values[entry.testset, entry.variant] = {
             label: float(record["metrics"][metric]["p_value"])
             for metric, label in METRICS.items()
             if metric in record["metrics"]
@@ -125,7 +176,7 @@ def significance(entries: Sequence[Mapping[str, Any]]) -> tuple[dict[tuple[str, 
 
 
 def composition_table(
-    entries: Sequence[Mapping[str, Any]], reference: str, composed: Mapping[str, Sequence[str]]
+    entries: Sequence[Entry], reference: str, composed: Mapping[str, Sequence[str]]
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """The CSV frame (means, sds, each seed's score), the markdown frame (mean ± sd cells) and the
     notes: the significance method and, per composed variant and test set, its difference to the
@@ -186,23 +237,3 @@ def composition_table(
     if method:
         head.append(f"p: {method}.")
     return csv, markdown, head + ([("Additivity (composed vs its parts):")] if notes else []) + notes
-
-
-def load_manifest(text: str) -> list[dict[str, Any]]:
-    """The rule's manifest: a JSON list, one object per (test set, variant, seed) with ``testset``,
-    ``variant``, ``seed`` and ``files`` (scores, run, train_log, checkpoint; significance for a
-    variant other than the reference)."""
-    try:
-        entries = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"--manifest: not JSON ({error}); the study's rule writes it") from None
-    required = {"testset", "variant", "seed", "files"}
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and required <= set(e) for e in entries):
-        raise InputError(f"--manifest: expected a JSON list of objects with {', '.join(sorted(required))}")
-    for entry in entries:
-        missing = {"scores", "run", "train_log", "checkpoint"} - set(entry["files"])
-        if missing:
-            raise InputError(
-                f"--manifest: entry {entry['variant']}/{entry['testset']} lacks {', '.join(sorted(missing))}"
-            )
-    return entries

@@ -13,7 +13,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     table = subparsers.add_parser(
         "composition-table", help="a composed variant beside its parts and the baseline, over seeds"
     )
-    table.add_argument("--manifest", required=True, help="JSON list: test set, variant, seed, files")
+    table.add_argument(
+        "--manifest", type=Path, required=True, help="manifest file (nmtvariants.reporting.manifest)"
+    )
     table.add_argument("--reference", required=True, help="the baseline variant (Δ and p against it)")
     table.add_argument("--title", required=True)
     table.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
@@ -21,12 +23,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_composition_table(args: argparse.Namespace) -> None:
-    from nmtvariants.studies.composition import composition_table, load_manifest, parts
+    from nmtvariants.reporting.manifest import read_manifest
+    from nmtvariants.studies.composition import ROLES, composition_table, parts
 
-    entries = load_manifest(args.manifest)
-    composed = parts({entry["variant"]: entry.get("switches") for entry in entries})
+    entries = read_manifest(args.manifest, roles=ROLES, names=("variant", "seed", "testset"))
+    composed = parts({entry.variant: entry.info.get("switches") for entry in entries})
     csv, markdown, notes = composition_table(entries, args.reference, composed)
-    sources = [path for entry in entries for path in entry["files"].values()]
+    sources = [path for entry in entries for path in entry.files.values()]
     p_columns = {column: ".3f" for column in csv.columns if column.endswith(" p")}
     write_table(
         csv,

@@ -19,13 +19,9 @@ for _name in COMPOSITION_EXPERIMENTS:
     register_table(composition.STUDY, composition.table_path(_name))
 
 
-def composition_entries(wildcards):
-    return composition.manifest(config, RUN_OF, wildcards.experiment)
-
-
 rule composition_table:
     input:
-        manifest_files(composition_entries),
+        manifest_files(lambda wc: composition.manifest(config, RUN_OF, wc.experiment)),
     output:
         md=f"{composition.TABLES}/{{experiment}}_mechanisms.md",
         csv=f"{composition.TABLES}/{{experiment}}_mechanisms.csv",
@@ -42,7 +38,9 @@ rule composition_table:
         mem_mb=2000,
         runtime=10,
     params:
-        manifest=manifest_text(composition_entries),
+        manifest=manifest_text(
+            lambda wc: composition.manifest(config, RUN_OF, wc.experiment)
+        ),
         reference=lambda wc: composition.reference_variant(config, wc.experiment),
         title=lambda wc: f"{wc.experiment}: the composed model beside its mechanisms",
     shell:

@@ -345,37 +345,14 @@ def test_the_aer_table_says_which_seed_was_analysed(tmp_path):
     entry = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
              "gold": "own", "corpus": "toyworld", "seed": 1, "seeds": [1, 2, 3]}  # fmt: skip
     out = tmp_path / "layer_aer.md"
-    assert (
-        main(
-            [
-                "yang2020-table",
-                "--kind",
-                "aer",
-                "--manifest",
-                manifest(tmp_path / "m.json", [entry]),
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    assert "Seed 1 only" in out.read_text(encoding="utf-8")
-    one = {**entry, "seeds": [1]}
-    assert (
-        main(
-            [
-                "yang2020-table",
-                "--kind",
-                "aer",
-                "--manifest",
-                manifest(tmp_path / "m1.json", [one]),
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    text = out.read_text(encoding="utf-8")
+
+    def aer_table(entry: dict, name: str) -> str:
+        args = ["yang2020-table", "--kind", "aer", "--manifest", manifest(tmp_path / name, [entry])]
+        assert main([*args, "--out", str(out)]) == 0
+        return out.read_text(encoding="utf-8")
+
+    assert "Seed 1 only" in aer_table(entry, "m.json")
+    text = aer_table({**entry, "seeds": [1]}, "m1.json")
     assert "1 seed (1)" in text and "Seed 1 only" not in text
 
 

@@ -84,3 +84,17 @@ def test_bfloat16_nbest_scores_are_float32(setup):
     best_half = [float(line.split(" ||| ")[2]) for line in lines[::3]]
     best_full = [float(line.split(" ||| ")[2]) for line in full[::3]]
     assert sum(abs(a - b) for a, b in zip(best_half, best_full, strict=True)) / SENTENCES < 0.05
+
+
+def test_auto_device_decodes_on_the_gpu_when_torch_sees_one(monkeypatch):
+    """`translate` and `score` default to --device auto: rule translate passes no device, so a job
+    on a GPU node decodes there and one on a CPU node on the CPU."""
+    import torch
+
+    from nmtvariants.inference.cli import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cuda"
+    assert resolve_device("cpu") == "cpu" and resolve_device("cuda:1") == "cuda:1"

@@ -69,7 +69,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", required=True)
     parser.add_argument("--vocab", required=True)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--device", default="auto", help="cpu, cuda, or auto (default): the GPU when torch sees one"
+    )
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     parser.add_argument(
         "--dtype",
@@ -78,6 +80,14 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
         help="weights and activations (bfloat16: ~1.7x faster beam search on CPUs with AVX512-BF16 or "
         "AMX, and on GPUs; output scores are computed in float32 either way)",
     )
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``: a workflow job on a GPU node decodes
+    there without the rule knowing where it runs (rule translate passes no device)."""
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
@@ -90,6 +100,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
     keep_freed_memory()
     if args.threads:
         torch.set_num_threads(args.threads)
+    args.device = resolve_device(args.device)
     model = load_model(args.checkpoint, map_location=args.device).to(DTYPES[args.dtype])
     vocab = Vocabulary.load(args.vocab)
     check_vocabulary(model, vocab, args.vocab)

@@ -1,5 +1,6 @@
-"""The Multi30k composition experiment (experiments/multi30k_composition.yaml) trained and decoded on
-one GPU, scored here: every run of the experiment with the workflow's own settings and commands.
+"""A Multi30k experiment trained and decoded on one GPU, scored here: every run of the experiment with
+the workflow's own settings and commands (by default the composition experiment of
+experiments/multi30k_composition.yaml; ``--config`` names another, e.g. the multi-source one).
 
 A GPU machine is lent for minutes at a time, without Snakemake or the text tools, so the campaign is
 cut where the GPU matters: ``prepare`` writes each run's settings (exactly the workflow's
@@ -8,11 +9,15 @@ workflow folder that has prepared the corpus (BPE, vocabulary, parent streams); 
 ``nmtvariants train``, ``average`` and ``translate`` for every run, several at a time on the one GPU,
 and also checks the CUDA paths the CPU tests cannot reach (DDP over NCCL under torchrun, fp16 AMP with
 its gradient scaler); ``finish`` post-processes, scores and tests the decodings here with the same
-commands as rules/evaluate.smk and builds the composition table with ``composition-table``.
+commands as rules/evaluate.smk and builds the experiment's table of variants against its reference
+(mean ± sd over seeds, Δ and p over replicas) with ``composition-table``.
 
     python benchmarks/multi30k_gpu_campaign.py prepare --workdir ../m30k-campaign   # here
     python benchmarks/multi30k_gpu_campaign.py device --out "$OUT"                  # on the GPU machine
     python benchmarks/multi30k_gpu_campaign.py finish --returned <files> --workdir ../m30k-campaign
+
+``--config experiments/<file>.yaml`` goes before the step; ``prepare --skip REPLICA`` leaves replicas
+out (e.g. ``--skip serial-seed2``) where the lease is too short for all of them.
 """
 
 from __future__ import annotations
@@ -32,7 +37,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 STAGE = REPO / ".gpu"  # what travels to the GPU machine (git-ignored through .git/info/exclude)
 CONFIG = REPO / "experiments" / "multi30k_composition.yaml"
-EXPERIMENT = "m30k_composition"
 RESULTS = REPO / "benchmarks" / "results"
 # `translate` decodes on the CPU unless told otherwise (rule translate does not say); here the GPU
 DEVICE = "cuda" if os.environ.get("CUDA_VISIBLE_DEVICES", "0") != "" and shutil.which("nvidia-smi") else "cpu"
@@ -53,18 +57,29 @@ def run(command: list[str], log: Path) -> float:
 
 
 # ----------------------------------------------------------------------------------------- prepare
-def plan() -> tuple[dict, list[dict]]:
-    """The resolved config and one record per run: id, settings, users, test inputs, decode settings."""
+def load(config_file: Path = CONFIG) -> tuple[dict, str]:
+    """The resolved config and its one experiment (a campaign is one experiment's runs)."""
     import yaml
 
-    from nmtvariants.config import decode_settings, input_files, training_runs, with_defaults
-    from nmtvariants.layout import bpe_file
+    from nmtvariants.config import with_defaults
 
     config = with_defaults(
-        yaml.safe_load(CONFIG.read_text(encoding="utf-8")), REPO / "schemas" / "config.schema.yaml"
+        yaml.safe_load(config_file.read_text(encoding="utf-8")), REPO / "schemas" / "config.schema.yaml"
     )
-    decode = decode_settings(config, EXPERIMENT)
-    spec = config["experiments"][EXPERIMENT]
+    experiments = list(config["experiments"])
+    if len(experiments) != 1:
+        sys.exit(f"{config_file}: a campaign runs one experiment; this config has {len(experiments)}")
+    return config, experiments[0]
+
+
+def plan(config_file: Path = CONFIG) -> tuple[dict, list[dict]]:
+    """The resolved config and one record per run: id, settings, users, test inputs, decode settings."""
+    from nmtvariants.config import decode_settings, input_files, training_runs
+    from nmtvariants.layout import bpe_file
+
+    config, experiment = load(config_file)
+    decode = decode_settings(config, experiment)
+    spec = config["experiments"][experiment]
     corpus = config["corpora"][spec["corpus"]]
     runs = []
     for run in training_runs(config).values():
@@ -75,6 +90,8 @@ def plan() -> tuple[dict, list[dict]]:
             tests[testset] = {
                 "source": bpe_file(run.corpus, run.pair, f"{testset}.{src}", run.inputs),
                 "aux": extras["aux"],
+                "sources": extras["sources"],
+                "features": extras["features"],
             }
         runs.append(
             {
@@ -98,6 +115,8 @@ def data_paths(runs: list[dict]) -> set[str]:
         for test in one["tests"].values():
             paths.add(test["source"])
             paths.update(test["aux"].values())
+            paths.update(test["sources"])
+            paths.update([test["features"]] if test["features"] else [])
         for key, value in one["settings"]["data"].items():
             if key == "aux_labels" or value is None:
                 continue
@@ -111,7 +130,8 @@ def data_paths(runs: list[dict]) -> set[str]:
 
 
 def prepare(args: argparse.Namespace) -> None:
-    _, runs = plan()
+    _, runs = plan(args.config)
+    runs = [one for one in runs if not {user[2] for user in one["users"]} <= set(args.skip)]
     shutil.rmtree(STAGE, ignore_errors=True)
     for path in sorted(data_paths(runs)):
         if args.smoke and not (args.workdir / path).is_file():
@@ -124,11 +144,11 @@ def prepare(args: argparse.Namespace) -> None:
             target.write_text("".join(lines), encoding="utf-8")
     (STAGE / "runs.json").write_text(json.dumps(runs, indent=1), encoding="utf-8")
     size = sum(path.stat().st_size for path in STAGE.rglob("*") if path.is_file())
-    print(f"{len(runs)} runs, {size / 2**20:.1f} MiB staged in {STAGE.relative_to(REPO)}")
+    print(f"{len(runs)} runs, {size / 2**20:.1f} MiB staged in {os.path.relpath(STAGE, REPO)}")
 
 
 # ------------------------------------------------------------------------------------------ device
-def train_and_decode(one: dict, out: Path) -> dict:
+def train_and_decode(one: dict, threads: int) -> dict:
     """Train one run, average its last checkpoints, translate its test sets; its record."""
     folder = Path("models/runs") / one["id"]
     folder.mkdir(parents=True, exist_ok=True)
@@ -137,7 +157,16 @@ def train_and_decode(one: dict, out: Path) -> dict:
     record = {"id": one["id"], "users": one["users"]}
     settings = json.dumps(one["settings"])
     record["train_s"] = run(
-        ["train", "--config-json", settings, "--outdir", str(folder), "--threads", "2", "--no-progress"],
+        [
+            "train",
+            "--config-json",
+            settings,
+            "--outdir",
+            str(folder),
+            "--threads",
+            str(threads),
+            "--no-progress",
+        ],
         logs / "train.log",
     )
     last = str(one["decode"]["average_last"])
@@ -148,7 +177,10 @@ def train_and_decode(one: dict, out: Path) -> dict:
     )
     record["translate_s"] = {}
     for testset, test in one["tests"].items():
+        # the options rules/common.smk's run_test_input_args gives rule translate
         extras = [word for name, path in test["aux"].items() for word in ("--aux", f"{name}={path}")]
+        extras += [word for path in test["sources"] for word in ("--extra-source", path)]
+        extras += ["--features", test["features"]] if test["features"] else []
         decode = one["decode"]
         command = [
             "translate",
@@ -176,7 +208,7 @@ def train_and_decode(one: dict, out: Path) -> dict:
             "--dtype",
             str(decode["dtype"]),
             "--threads",
-            "2",
+            str(threads),
             "--device",
             DEVICE,
         ]
@@ -244,8 +276,10 @@ def device(args: argparse.Namespace) -> None:
     bundle = out / "runs.tar"
     records, seen = [], set()
     with ThreadPoolExecutor(max_workers=args.parallel + 1) as pool:
-        checks = pool.submit(cuda_checks, Path("logs")) if torch.cuda.is_available() else None
-        futures = [pool.submit(train_and_decode, one, out) for one in runs]
+        run_checks = torch.cuda.is_available() and not args.no_checks
+        checks = pool.submit(cuda_checks, Path("logs")) if run_checks else None
+        threads = max(1, (os.cpu_count() or 2) // args.parallel)
+        futures = [pool.submit(train_and_decode, one, threads) for one in runs]
         for future in as_completed(futures):
             try:
                 record = future.result()
@@ -261,7 +295,7 @@ def device(args: argparse.Namespace) -> None:
             info["records"] = records
             write_info(info, out)  # after every run: a call cut off at its limit keeps what finished
             print(f"done {record['id']} train {record['train_s']:.0f} s", flush=True)
-        info["checks"] = checks.result() if checks else "no CUDA device"
+        info["checks"] = checks.result() if checks else "not run (no CUDA device, or --no-checks)"
     info["finished"] = time.time()
     write_info(info, out)
     with tarfile.open(out / "logs.tar", "w") as tar:
@@ -295,10 +329,9 @@ def write_info(info: dict, out: Path) -> None:
 # ------------------------------------------------------------------------------------------ finish
 def finish(args: argparse.Namespace) -> None:
     """Score what came back as rules/evaluate.smk does, in a workflow-like folder (``--workdir``,
-    whose data/ holds the corpus), then build the composition table and the campaign record."""
-    import yaml
-
-    from nmtvariants.config import training_runs, with_defaults
+    whose data/ holds the corpus), then build the table and the campaign record
+    (``benchmarks/results/<config>_gpu.md`` and ``<config>_gpu_campaign.json``)."""
+    from nmtvariants.config import training_runs
     from nmtvariants.reporting.manifest import write_manifest
     from nmtvariants.studies import composition
 
@@ -306,16 +339,14 @@ def finish(args: argparse.Namespace) -> None:
     os.chdir(work)
     with tarfile.open(returned / "runs.tar") as tar:
         tar.extractall("models/runs", filter="data")
-    config = with_defaults(
-        yaml.safe_load(CONFIG.read_text(encoding="utf-8")), REPO / "schemas" / "config.schema.yaml"
-    )
+    config, experiment = load(args.config)
     runs = training_runs(config)
     run_of = {user: run.id for run in runs.values() for user in run.users}
-    spec = config["experiments"][EXPERIMENT]
+    spec = config["experiments"][experiment]
     done = {path.name for path in Path("models/runs").iterdir() if (path / "device_record.json").is_file()}
     logs = Path("logs/gpu")
     logs.mkdir(parents=True, exist_ok=True)
-    replicas = [user for user, run in run_of.items() if run in done and user[0] == EXPERIMENT]
+    replicas = [user for user, run in run_of.items() if run in done and user[0] == experiment]
     for experiment, pair, replica in replicas:
         for testset in spec["evaluate"]["testsets"]:
             folder = Path("results") / experiment / pair / replica
@@ -347,10 +378,10 @@ def finish(args: argparse.Namespace) -> None:
                 str(folder / f"{testset}.scores.json"),
             ]
             run(command, logs / f"eval-{replica}-{testset}.log")
-    reference = composition.reference_variant(config, EXPERIMENT)
+    reference = composition.reference_variant(config, experiment)
     entries = [
         entry
-        for entry in composition.manifest(config, run_of, EXPERIMENT)
+        for entry in composition.manifest(config, run_of, experiment)
         if (entry.experiment, entry.pair, _replica(entry, config)) in set(replicas)
     ]
     for variant in dict.fromkeys(entry.variant for entry in entries):
@@ -391,8 +422,8 @@ def finish(args: argparse.Namespace) -> None:
         for entry in entries
     ]
     manifest = write_manifest(logs / "composition.manifest.json", entries)
-    table = RESULTS / "multi30k_composition_gpu.md"
-    title = f"{EXPERIMENT} on one GPU: the composed model beside its mechanisms"
+    table = RESULTS / f"{args.config.stem}_gpu.md"
+    title = f"{experiment} on one GPU: each variant beside {reference}"
     run(
         [
             "composition-table",
@@ -408,7 +439,7 @@ def finish(args: argparse.Namespace) -> None:
         logs / "table.log",
     )
     device_info = json.loads((returned / "device.json").read_text(encoding="utf-8"))
-    (RESULTS / "multi30k_gpu_campaign.json").write_text(
+    (RESULTS / f"{args.config.stem}_gpu_campaign.json").write_text(
         json.dumps(device_info, indent=1) + "\n", encoding="utf-8"
     )
     print(table.read_text(encoding="utf-8"))
@@ -424,15 +455,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument(
+        "--config", type=lambda path: Path(path).resolve(), default=CONFIG, help="the experiment's config"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("prepare")
     p.add_argument("--workdir", type=Path, required=True, help="a workflow folder with the corpus prepared")
     p.add_argument("--smoke", action="store_true", help="stage what is there (for `device --limit`)")
+    p.add_argument("--skip", action="append", default=[], help="a replica left out (repeatable)")
     p.set_defaults(func=prepare)
     d = commands.add_parser("device")
     d.add_argument("--out", required=True)
     d.add_argument("--parallel", type=int, default=5, help="runs at a time on the GPU")
     d.add_argument("--limit", type=int, default=0, help="only the first N runs (a smoke test)")
+    d.add_argument("--no-checks", action="store_true", help="leave out the CUDA checks (DDP/NCCL, fp16)")
     d.set_defaults(func=device)
     f = commands.add_parser("finish")
     f.add_argument(

@@ -4,7 +4,9 @@ among them), so that what the GPU machine trains is what the workflow would have
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import json
 from pathlib import Path
 
 import yaml
@@ -39,3 +41,34 @@ def test_the_plan_is_the_workflows_runs_with_every_file_they_read():
         for test in one["tests"].values():
             assert set(test["aux"]) == {"parents_x2"} and test["aux"]["parents_x2"] in paths
     assert "data/multi30k/en-de/bpe/vocab.txt" in paths and "data/multi30k/en-de/bpe/train.en" in paths
+
+
+def test_a_multi_source_plan_stages_every_source_and_skips_named_replicas(tmp_path, monkeypatch):
+    """The multi-source experiment's runs read their further sources (German and French, line-parallel
+    with the English source) in training and in decoding, and ``prepare --skip`` leaves replicas out."""
+    config = REPO / "experiments" / "multi30k_libovicky2018.yaml"
+    _, runs = campaign.plan(config)
+    parallel = next(one for one in runs if one["users"][0][2] == "parallel")
+    inputs = "data/multi30k/en-cs/inputs"
+    assert parallel["settings"]["data"]["train_sources"] == [
+        f"{inputs}/train.src_de",
+        f"{inputs}/train.src_fr",
+    ]
+    assert parallel["tests"]["test_2016_flickr"]["sources"] == [
+        f"{inputs}/test_2016_flickr.src_de",
+        f"{inputs}/test_2016_flickr.src_fr",
+    ]
+    baseline = next(one for one in runs if one["users"][0][2] == "baseline")
+    assert baseline["tests"]["test_2016_flickr"]["sources"] == []
+    assert f"{inputs}/test_2018_flickr.src_fr" in campaign.data_paths(runs)
+
+    workdir = tmp_path / "work"
+    for path in campaign.data_paths(runs):
+        (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / path).write_text("a\n", encoding="utf-8")
+    monkeypatch.setattr(campaign, "STAGE", tmp_path / "stage")
+    skip = ["serial-seed2", "serial-seed3", "flat-seed2", "flat-seed3"]
+    campaign.prepare(argparse.Namespace(config=config, workdir=workdir, smoke=False, skip=skip))
+    staged = json.loads((tmp_path / "stage" / "runs.json").read_text(encoding="utf-8"))
+    replicas = sorted(one["users"][0][2] for one in staged)
+    assert len(replicas) == 11 and not set(skip) & set(replicas) and "serial" in replicas

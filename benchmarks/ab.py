@@ -10,14 +10,16 @@ Each side is a detached git worktree of its commit. ``--pin PATH=COMMIT`` checks
 into every side's tree, so only what should differ differs: ``--pin benchmarks=HEAD`` measures two
 library versions with one script version; ``--pin src=<commit>`` measures two script versions on one
 library. The command is a template run by bash in the side's tree: ``{tree}`` is that tree and
-``{json}`` a fresh file the command writes its result to (both quoted by the harness); ``--metric``
+``{json}`` a fresh file the command writes its result to, ``{repo}`` the repository the commits come
+from (for paths beside it, such as ``{repo}/../shared``; all quoted by the harness); ``--metric``
 names the number to compare, as a dotted path into that JSON (``rounds.0.ours.train_tok_per_s``).
 
 Example (do two training-benchmark script versions measure the same library alike?)::
 
     python benchmarks/ab.py --side old=b211700 --side new=HEAD --pin src=b211700 --rounds 4 \\
         --metric rounds.0.ours.train_tok_per_s --out benchmarks/results/ab_train_script \\
-        -- 'python {tree}/benchmarks/train_throughput.py --only-ours --rounds 1 --out "${json%.json}"'
+        -- 'NMTV_PEERS={repo}/../shared/peers python {tree}/benchmarks/train_throughput.py \
+            --only-ours --rounds 1 --out {json}'
 
 Every round also records the load average and the CPU time other processes used during each run
 (machine-wide busy time from /proc/stat minus the command's own), so a disturbed round is visible.
@@ -78,12 +80,13 @@ def make_tree(repo: Path, root: Path, name: str, commit: str, pins: dict[str, st
     return {"name": name, "commit": git("rev-parse", commit, cwd=repo), "tree": str(tree)}
 
 
-def run_once(side: dict[str, str], template: str, metric: str, scratch: Path, index: int) -> dict:
+def run_once(side: dict[str, str], template: str, metric: str, scratch: Path, index: int, repo: Path) -> dict:
     """One run of the command on one side: its metric, wall and CPU time, and what else ran."""
     result_file = scratch / f"{side['name']}-{index}.json"
-    command = template.replace("{tree}", shlex.quote(side["tree"])).replace(
-        "{json}", shlex.quote(str(result_file))
-    )
+    places = {"{tree}": side["tree"], "{json}": str(result_file), "{repo}": str(repo.resolve())}
+    command = template
+    for placeholder, path in places.items():
+        command = command.replace(placeholder, shlex.quote(path))
     env = {**os.environ, "PYTHONPATH": os.path.join(side["tree"], "src")}
     load_before, busy_before, cpu_before = os.getloadavg()[0], busy_seconds(), children_cpu()
     start = time.perf_counter()
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
                 record = {"order": order}
                 for name in order:
                     side = next(s for s in sides if s["name"] == name)
-                    record[name] = run_once(side, template, args.metric, root, index)
+                    record[name] = run_once(side, template, args.metric, root, index, args.repo)
                     print(
                         f"round {index + 1} {name}: {record[name]['value']:.4g}", file=sys.stderr, flush=True
                     )

@@ -12,14 +12,16 @@ library versions with one script version; ``--pin src=<commit>`` measures two sc
 library. The command is a template run by bash in the side's tree: ``{tree}`` is that tree and
 ``{json}`` a fresh file the command writes its result to, ``{repo}`` the repository the commits come
 from (for paths beside it, such as ``{repo}/../shared``; all quoted by the harness); ``--metric``
-names the number to compare, as a dotted path into that JSON (``rounds.0.ours.train_tok_per_s``).
+names the number to compare, as a dotted path into that JSON (``rounds.0.ours.train_tok_per_s``), or
+``--pattern`` a regular expression whose first group, at its last match in the command's output, is
+the number (for a script that prints its result and writes no JSON).
 
 Example (do two training-benchmark script versions measure the same library alike?)::
 
     python benchmarks/ab.py --side old=b211700 --side new=HEAD --pin src=b211700 --rounds 4 \\
-        --metric rounds.0.ours.train_tok_per_s --out benchmarks/results/ab_train_script \\
+        --pattern 'round 1 ours: ([0-9.]+) tok/s' --out benchmarks/results/ab_train_script \\
         -- 'NMTV_PEERS={repo}/../shared/peers python {tree}/benchmarks/train_throughput.py \
-            --only-ours --rounds 1 --out {json}'
+            --only-ours --rounds 1'
 
 Every round also records the load average and the CPU time other processes used during each run
 (machine-wide busy time from /proc/stat minus the command's own), so a disturbed round is visible.
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shlex
 import statistics
@@ -80,7 +83,9 @@ def make_tree(repo: Path, root: Path, name: str, commit: str, pins: dict[str, st
     return {"name": name, "commit": git("rev-parse", commit, cwd=repo), "tree": str(tree)}
 
 
-def run_once(side: dict[str, str], template: str, metric: str, scratch: Path, index: int, repo: Path) -> dict:
+def run_once(
+    side: dict[str, str], template: str, metric: str | re.Pattern, scratch: Path, index: int, repo: Path
+) -> dict:
     """One run of the command on one side: its metric, wall and CPU time, and what else ran."""
     result_file = scratch / f"{side['name']}-{index}.json"
     places = {"{tree}": side["tree"], "{json}": str(result_file), "{repo}": str(repo.resolve())}
@@ -99,7 +104,13 @@ def run_once(side: dict[str, str], template: str, metric: str, scratch: Path, in
     other = None
     if busy_before is not None and busy_after is not None:
         other = max(0.0, (busy_after - busy_before - own_cpu) / wall)
-    value = lookup(json.loads(result_file.read_text(encoding="utf-8")), metric)
+    if isinstance(metric, re.Pattern):
+        found = metric.findall(done.stdout + done.stderr)
+        if not found:
+            sys.exit(f"{side['name']}: no match of {metric.pattern!r} in the command's output")
+        value = float(found[-1])
+    else:
+        value = lookup(json.loads(result_file.read_text(encoding="utf-8")), metric)
     return {
         "value": value,
         "wall_s": wall,
@@ -166,7 +177,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--side", action="append", required=True, help="NAME=COMMIT, twice (A first)")
     parser.add_argument("--pin", action="append", default=[], help="PATH=COMMIT checked out in both trees")
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--metric", required=True, help="dotted path of the number in the command's JSON")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--metric", help="dotted path of the number in the JSON the command writes to {json}")
+    what.add_argument("--pattern", help="regular expression whose first group in the output is the number")
     parser.add_argument("--out", required=True, help="output prefix: <out>.json and <out>.md")
     parser.add_argument("--repo", type=Path, default=REPO, help="the git repository of the commits")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command template")
@@ -182,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         for path, commit in (item.split("=", 1) for item in args.pin)
     }
     names = (sides_wanted[0][0], sides_wanted[1][0])
+    metric = re.compile(args.pattern) if args.pattern else args.metric
     with tempfile.TemporaryDirectory(prefix="nmtv-ab-") as tmp:
         root = Path(tmp)
         sides = [make_tree(args.repo, root, name, commit, pins) for name, commit in sides_wanted]
@@ -192,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
                 record = {"order": order}
                 for name in order:
                     side = next(s for s in sides if s["name"] == name)
-                    record[name] = run_once(side, template, args.metric, root, index, args.repo)
+                    record[name] = run_once(side, template, metric, root, index, args.repo)
                     print(
                         f"round {index + 1} {name}: {record[name]['value']:.4g}", file=sys.stderr, flush=True
                     )
@@ -203,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     result = {
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "command": template,
-        "metric": args.metric,
+        "metric": args.pattern or args.metric,
         "machine": f"{cpu_model()}, {os.cpu_count()} cores",
         "sides": [{k: v for k, v in side.items() if k != "tree"} for side in sides],
         "pins": pins,

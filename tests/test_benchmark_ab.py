@@ -67,3 +67,25 @@ def test_a_pinned_path_is_taken_from_one_commit_on_both_sides(tmp_path):
     )
     record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert record["summary"]["ratio_median"] == 1.0 and record["pins"] == {"speed.txt": slow}
+
+
+def test_the_number_can_be_read_from_the_commands_output(tmp_path):
+    repo, slow, fast = repository(tmp_path)
+    out = tmp_path / "ab"
+    sides = ["--side", f"a={slow}", "--side", f"b={fast}", "--rounds", "2"]
+    printing = "echo warm-up 1 tok/s >&2; echo round 1: $(cat speed.txt) tok/s >&2"
+    ab.main(
+        [
+            "--repo",
+            str(repo),
+            *sides,
+            "--pattern",
+            r"round 1: ([0-9.]+) tok/s",
+            "--out",
+            str(out),
+            "--",
+            printing,
+        ]
+    )
+    record = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert [(r["a"]["value"], r["b"]["value"]) for r in record["rounds"]] == [(100.0, 150.0)] * 2

@@ -60,10 +60,15 @@ class StudyPlan:
         """Whether a corpus is the generated one (gold parses, alignments, POS and images of its own)."""
         return self.corpora[corpus]["source"] == "toyworld"
 
+    def variant_of(self, experiment: str, name: str) -> str:
+        """The variant of a result folder's name: the name itself, or for a further seed's replica
+        (``<variant>-seed<N>``) the variant it replicates (a rule's ``{variant}`` serves every replica)."""
+        return parse_replica(name, self.seeds(experiment))[0]
+
     def variant_inputs(self, experiment: str, name: str) -> dict[str, Any]:
         """The extra inputs (``inputs.<variant>``) of a variant, or of the variant a replica's folder
-        name (``<variant>-seed<N>``) stands for: every replica reads what its variant reads."""
-        variant = parse_replica(name, self.seeds(experiment))[0]
+        name stands for: every replica reads what its variant reads."""
+        variant = self.variant_of(experiment, name)
         return dict((self.experiments[experiment].get("inputs") or {}).get(variant) or {})
 
     def reference_variant(self, experiment: str) -> str:

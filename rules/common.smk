@@ -21,6 +21,8 @@ from nmtvariants.layout import (
     decoded_bpe,
     final_model,
     run_folder,
+    scores_file,
+    significance_file,
 )
 from nmtvariants.reporting.manifest import manifest_inputs, manifest_json
 
@@ -598,7 +600,7 @@ def scores_table_inputs(wildcards):
     experiment = wildcards.experiment
     inputs = {
         "scores": [
-            f"results/{experiment}/{replica.pair}/{replica.name}/{testset}.scores.json"
+            scores_file(experiment, replica.pair, replica.name, testset)
             for replica, testset in scores_table_replicas(experiment)
         ]
     }

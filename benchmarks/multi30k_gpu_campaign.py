@@ -331,9 +331,10 @@ def finish(args: argparse.Namespace) -> None:
     """Score what came back as rules/evaluate.smk does, in a workflow-like folder (``--workdir``,
     whose data/ holds the corpus), then build the table and the campaign record
     (``benchmarks/results/<config>_gpu.md`` and ``<config>_gpu_campaign.json``)."""
-    from nmtvariants.config import training_runs
+    from nmtvariants.config import run_index, training_runs
     from nmtvariants.reporting.manifest import write_manifest
     from nmtvariants.studies import composition
+    from nmtvariants.studies.composition_plan import STUDY, CompositionPlan
 
     returned, work = args.returned.resolve(), args.workdir.resolve()
     os.chdir(work)
@@ -341,7 +342,7 @@ def finish(args: argparse.Namespace) -> None:
         tar.extractall("models/runs", filter="data")
     config, experiment = load(args.config)
     runs = training_runs(config)
-    run_of = {user: run.id for run in runs.values() for user in run.users}
+    run_of = run_index(runs)
     spec = config["experiments"][experiment]
     done = {path.name for path in Path("models/runs").iterdir() if (path / "device_record.json").is_file()}
     logs = Path("logs/gpu")
@@ -378,10 +379,12 @@ def finish(args: argparse.Namespace) -> None:
                 str(folder / f"{testset}.scores.json"),
             ]
             run(command, logs / f"eval-{replica}-{testset}.log")
-    reference = composition.reference_variant(config, experiment)
+    # the composition table of the campaign's experiment, whichever study the config gives it
+    plan = CompositionPlan({**config, "experiments": {experiment: {**spec, "study": STUDY}}}, run_of)
+    reference = plan.reference_variant(experiment)
     entries = [
         entry
-        for entry in composition.manifest(config, run_of, experiment)
+        for entry in plan.manifest(experiment)
         if (entry.experiment, entry.pair, _replica(entry, config)) in set(replicas)
     ]
     for variant in dict.fromkeys(entry.variant for entry in entries):

@@ -9,6 +9,7 @@ from nmtvariants.config import (
     experiment_seeds,
     experiment_systems,
     input_files,
+    run_index,
     shared_bpe_languages,
     training_runs,
 )
@@ -20,6 +21,8 @@ from nmtvariants.layout import (
     decoded_bpe,
     final_model,
     run_folder,
+    scores_file,
+    significance_file,
 )
 from nmtvariants.reporting.manifest import manifest_inputs, manifest_json
 
@@ -225,6 +228,17 @@ def register_figure(study, png, kind=None, **options):
         FIGURES[png] = {"kind": kind, **options}
 
 
+def register_plan(plan):
+    """Register what a study's planner (nmtvariants.studies.plan_base.StudyPlan) builds for this
+    config: its tables and figures, and the significance tests its tables read."""
+    for table in plan.tables():
+        register_table(plan.study, table)
+    for png, options in plan.figures().items():
+        register_figure(plan.study, png, **options)
+    for experiment, (reference, metrics) in plan.significance_tests().items():
+        register_significance(experiment, reference, metrics)
+
+
 def register_data(study, *paths):
     """Files a study needs prepared (parses, features, derived corpora); built by `rule <study>`."""
     _register("data", study, paths)
@@ -369,7 +383,7 @@ def network_vocab_inputs(wildcards):
 EXPERIMENTS = config.get("experiments", {})
 with exit_on_error():  # a stream restated with another label count than its plug-in's
     RUNS = training_runs(config)
-RUN_OF = {user: run.id for run in RUNS.values() for user in run.users}
+RUN_OF = run_index(RUNS)
 DECODES = {
     content_id(decode_settings(config, name)): decode_settings(config, name)
     for name in EXPERIMENTS
@@ -586,7 +600,7 @@ def scores_table_inputs(wildcards):
     experiment = wildcards.experiment
     inputs = {
         "scores": [
-            f"results/{experiment}/{replica.pair}/{replica.name}/{testset}.scores.json"
+            scores_file(experiment, replica.pair, replica.name, testset)
             for replica, testset in scores_table_replicas(experiment)
         ]
     }

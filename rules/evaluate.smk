@@ -62,7 +62,7 @@ rule evaluate:
         hyp="results/{experiment}/{pair}/{variant}/{testset}.hyp",
         ref=lambda wc: f"data/{experiment_corpus(wc)}/raw/{wc.testset}.{wc.pair.split('-')[1]}",
     output:
-        "results/{experiment}/{pair}/{variant}/{testset}.scores.json",
+        scores_file("{experiment}", "{pair}", "{variant}", "{testset}"),
     log:
         "logs/evaluate/{experiment}/{pair}/{variant}/{testset}.log",
     conda:
@@ -93,7 +93,7 @@ rule significance:
         system=lambda wc: replica_hypotheses(wc, wc.variant),
         ref=lambda wc: f"data/{experiment_corpus(wc)}/raw/{wc.testset}.{wc.pair.split('-')[1]}",
     output:
-        "results/{experiment}/{pair}/{variant}/{testset}.significance.json",
+        significance_file("{experiment}", "{pair}", "{variant}", "{testset}"),
     log:
         "logs/significance/{experiment}/{pair}/{variant}/{testset}.log",
     wildcard_constraints:

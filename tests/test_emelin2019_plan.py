@@ -8,17 +8,17 @@ from types import SimpleNamespace
 import yaml
 from workflow_configs import REPO
 
-from nmtvariants.config import training_runs, with_defaults
+from nmtvariants.config import run_index, training_runs, with_defaults
 from nmtvariants.layout import averaged_model
-from nmtvariants.studies.emelin2019_plan import StudyPlan
+from nmtvariants.studies.emelin2019_plan import Emelin2019Plan
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
 
-def plan_of(path: str) -> StudyPlan:
+def plan_of(path: str) -> Emelin2019Plan:
     config = with_defaults(yaml.safe_load((REPO / path).read_text(encoding="utf-8")), SCHEMA)
-    run_of = {user: run.id for run in training_runs(config).values() for user in run.users}
-    return StudyPlan(config, run_of)
+    run_of = run_index(training_runs(config))
+    return Emelin2019Plan(config, run_of)
 
 
 def test_the_default_config_analyses_its_toy_en_de_models_and_builds_tables_1_2_and_4():

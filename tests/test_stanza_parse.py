@@ -21,7 +21,7 @@ from nmtvariants.cli import build_parser_for, main
 from nmtvariants.corpora.catalogue import get_corpus
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines, write_lines
-from nmtvariants.studies.bugliarello2020_plan import parser_train_args
+from nmtvariants.studies.bugliarello2020_plan import Bugliarello2020Plan
 from nmtvariants.syntax.attachment import attachment_scores
 from nmtvariants.syntax.cli import SIZE_FLAGS
 from nmtvariants.syntax.conllu import read_conllu, write_conllu
@@ -60,7 +60,8 @@ def test_parser_train_settings_reach_stanzas_own_options():
     sentences, the parser batch words, and the tagger's classifiers are linear (--share_hid) unless
     `tagger_biaffine` asks for Stanza's bilinear ones."""
     train = {"tagger_batch": 7, "parser_batch": 900, "tagger_hidden": 48, "tagger_biaffine": True}
-    options = parser_train_args({"studies": {"bugliarello2020": {"parser_train": train}}})
+    plan = Bugliarello2020Plan({"studies": {"bugliarello2020": {"parser_train": train}}}, {})
+    options = plan.parser_train_args()
     assert "--tagger-biaffine" in options and "True" in options  # YAML's true, as the rule writes it
     sizes = _stanza_train_sizes([option for option in options if option not in ("--device", "cpu")])
     assert (sizes.tagger_batch, sizes.parser_batch, sizes.tagger_hidden) == (7, 900, 48)

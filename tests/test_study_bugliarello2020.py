@@ -30,7 +30,7 @@ from nmtvariants.studies.bugliarello2020 import (
     main_table,
     project_tree,
 )
-from nmtvariants.studies.bugliarello2020_plan import ablation_experiments, check, entries, main_experiments
+from nmtvariants.studies.bugliarello2020_plan import Bugliarello2020Plan
 from nmtvariants.syntax.conllu import format_sentence, make_sentence, read_conllu
 from nmtvariants.syntax.parents import iter_parents_x2
 
@@ -552,8 +552,8 @@ def test_an_ablation_list_must_name_experiments_of_the_study():
     with pytest.raises(
         ConfigError, match=r"ablations: baseline is not an experiment of study bugliarello2020"
     ):
-        check(config)
+        Bugliarello2020Plan(config, {})
     config["studies"]["bugliarello2020"]["ablations"] = ["bugliarello2020"]
-    check(config)
-    assert main_experiments(config) == [] and ablation_experiments(config) == ["bugliarello2020"]
-    assert {e.variant for e in entries(config, ablation_experiments(config), pascal_only=True)} == {"pascal"}
+    plan = Bugliarello2020Plan(config, {})
+    assert plan.main_experiments() == [] and plan.ablation_experiments() == ["bugliarello2020"]
+    assert {e.variant for e in plan.entries(plan.ablation_experiments(), pascal_only=True)} == {"pascal"}

@@ -533,12 +533,12 @@ def test_plan_reports_the_deviation_conditions_its_config_meets(config_file, tab
     from types import SimpleNamespace
 
     from nmtvariants.config import with_defaults
-    from nmtvariants.studies.libovicky2018_plan import StudyPlan
+    from nmtvariants.studies.libovicky2018_plan import Libovicky2018Plan
 
     config = yaml.safe_load((ROOT / config_file.removeprefix("meteor 1.5 + ")).read_text(encoding="utf-8"))
     if config_file.startswith("meteor 1.5 + "):
         config["meteor"] = {"home": "meteor-1.5"}
-    plan = StudyPlan(with_defaults(config, ROOT / "schemas" / "config.schema.yaml"), {}, {})
+    plan = Libovicky2018Plan(with_defaults(config, ROOT / "schemas" / "config.schema.yaml"), {})
     args = plan.table_conditions(SimpleNamespace(table=table))
     assert args == [arg for condition in conditions for arg in ("--condition", condition)]
     assert set(conditions) <= {deviation.when for deviation in DEVIATIONS}

@@ -1013,13 +1013,14 @@ def test_layer_aer_on_the_hansards_gold_checks_words_and_equals_the_library(hans
 
 
 def test_the_multi30k_config_scores_the_enfr_model_on_hansards_and_shares_the_ende_baseline():
-    from nmtvariants.studies.yang2020_workflow import Yang2020Workflow
+    from nmtvariants.config import run_index
+    from nmtvariants.studies.yang2020_plan import Yang2020Plan
 
     config = resolved(yaml.safe_load(MULTI30K_CONFIG.read_text(encoding="utf-8")))
-    flow = Yang2020Workflow(config)
+    flow = Yang2020Plan(config, run_index(training_runs(config)))
     assert [(s.experiment, s.variant) for s in flow.aligned] == [("m30k_yang2020_enfr", "standard")]
     assert flow.aer_options("m30k_yang2020_enfr", "en-fr", "standard")[:2] == ["--format", "talp"]
-    assert {"table4_simplified", "layer_aer"} <= set(flow.tables)
+    assert {"table4_simplified", "layer_aer"} <= set(flow.table_entries)
     assert len(flow.probed) == 3  # en-fr standard, en-de standard and simplified
     assert "--max-sentences=2000" in flow.probe_options(flow.probed[0])  # the small preset's caps
     assert flow.speed_sentences(flow.probed[0]) == 500

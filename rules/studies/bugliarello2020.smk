@@ -28,46 +28,24 @@
 
 from nmtvariants.studies import bugliarello2020_plan as b20
 
-b20.check(config)
-B20 = b20.STUDY
-B20_SETTINGS = b20.settings(config)
-B20_EXPERIMENTS = b20.experiments(config)
+# the plan stops here on an ablation list or an experiment it cannot plan; significance against the
+# Transformer over every seed of both is the core rule `significance` (rules/evaluate.smk)
+B20_PLAN = b20.Bugliarello2020Plan(config, RUN_OF)
+register_plan(B20_PLAN)
+B20_SETTINGS = B20_PLAN.settings
+B20_EXPERIMENTS = B20_PLAN.experiments
 B20_GOLD = [name for name, corpus in CORPORA.items() if corpus["source"] == "toyworld"]
 B20_PARSED = [name for name in CORPORA if name not in B20_GOLD]
-B20_MAIN = b20.main_experiments(config)
-B20_TABLE1_MANIFEST = b20.entries(config, B20_MAIN)
-B20_TABLE3_MANIFEST = b20.entries(
-    config, b20.ablation_experiments(config), pascal_only=True
+B20_TABLE1_MANIFEST = B20_PLAN.entries(B20_PLAN.main_experiments())
+B20_TABLE3_MANIFEST = B20_PLAN.entries(
+    B20_PLAN.ablation_experiments(), pascal_only=True
 )
-B20_TASKS = b20.figure_tasks(config)
+B20_TASKS = B20_PLAN.figure_tasks()
 B20_TREEBANKS = B20_SETTINGS["parser_treebanks"]
-B20_PARSER_LANGS = b20.parsed_languages(config, CORPORA)
 B20_PARSER_DIR = B20_SETTINGS["parser_models"]
 B20_MULTITASK = "data/{corpus}/{src}-{tgt}/derived/multitask"
 B20_TRAIN_SPLITS = {corpus["train"] for corpus in CORPORA.values()}
 B20_VALID_SPLITS = {corpus["valid"] for corpus in CORPORA.values()}
-
-# Significance against the Transformer, over every seed of both: the core rule `significance`
-# (rules/evaluate.smk) writes results/<experiment>/<pair>/<variant>/<testset>.significance.json.
-for _name in B20_EXPERIMENTS:
-    register_significance(_name, b20.baseline_variant(config, _name), ["bleu"])
-if B20_MAIN:
-    register_table(B20, b20.TABLE1)
-if B20_TABLE3_MANIFEST:
-    register_table(B20, b20.TABLE3)
-if B20_PARSER_LANGS:
-    register_table(B20, b20.PARSER_TABLE)
-for _task, (_name, _pair, _testset) in B20_TASKS.items():
-    register_figure(
-        B20,
-        b20.figure_path(_task),
-        "bars",
-        x="bucket",
-        y="bleu",
-        group="variant",
-        ylabel="BLEU",
-        title=f"BLEU by source length: {_name} {_pair} {_testset}",
-    )
 
 
 # --- parses on the preprocessed tokens ---------------------------------------------------------
@@ -75,13 +53,13 @@ for _task, (_name, _pair, _testset) in B20_TASKS.items():
 
 rule bugliarello2020_gold_parse:
     input:
-        unpack(lambda wc: b20.gold_inputs(CORPORA, wc.corpus, wc.src, wc.tgt, wc.split)),
+        unpack(lambda wc: B20_PLAN.gold_inputs(wc.corpus, wc.src, wc.tgt, wc.split)),
     output:
         "data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
     log:
         "logs/bugliarello2020/gold_parse/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
-        corpus=b20.regex(B20_GOLD),
+        corpus=B20_PLAN.regex(B20_GOLD),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -103,7 +81,7 @@ rule bugliarello2020_treebank_download:
     log:
         "logs/bugliarello2020/treebank_download/{treebank}.log",
     wildcard_constraints:
-        treebank=b20.regex(B20_TREEBANKS.values()),
+        treebank=B20_PLAN.regex(B20_TREEBANKS.values()),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -119,8 +97,8 @@ rule bugliarello2020_treebank_download:
 
 rule bugliarello2020_stanza_train:
     input:
-        train=lambda wc: b20.treebank_file(config, wc.lang, "train"),
-        dev=lambda wc: b20.treebank_file(config, wc.lang, "dev"),
+        train=lambda wc: B20_PLAN.treebank_file(wc.lang, "train"),
+        dev=lambda wc: B20_PLAN.treebank_file(wc.lang, "dev"),
     output:
         tagger=f"{B20_PARSER_DIR}/{{lang}}_tagger.pt",
         parser=f"{B20_PARSER_DIR}/{{lang}}_parser.pt",
@@ -128,17 +106,17 @@ rule bugliarello2020_stanza_train:
     log:
         "logs/bugliarello2020/stanza_train/{lang}.log",
     wildcard_constraints:
-        lang=b20.regex(B20_TREEBANKS),
+        lang=B20_PLAN.regex(B20_TREEBANKS),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=1 if b20.parser_train(config)["device"].startswith("cuda") else 0,
+        gpu=1 if B20_PLAN.parser_train()["device"].startswith("cuda") else 0,
     params:
         models=lambda wc, output: str(Path(output.parser).parent),
-        options=b20.parser_train_args(config),
+        options=B20_PLAN.parser_train_args(),
         seed=config["seed"],
     shell:
         "OMP_NUM_THREADS={threads} "
@@ -150,15 +128,15 @@ rule bugliarello2020_stanza_train:
 
 rule bugliarello2020_parser_score:
     input:
-        unpack(lambda wc: b20.parser_files(config, wc.lang)),
-        gold=lambda wc: b20.treebank_file(config, wc.lang, "test"),
+        unpack(lambda wc: B20_PLAN.parser_files(wc.lang)),
+        gold=lambda wc: B20_PLAN.treebank_file(wc.lang, "test"),
     output:
         pred="results/bugliarello2020/parser/{lang}.test.conllu",
         scores=b20.parser_scores("{lang}"),
     log:
         "logs/bugliarello2020/parser_score/{lang}.log",
     wildcard_constraints:
-        lang=b20.regex(B20_TREEBANKS),
+        lang=B20_PLAN.regex(B20_TREEBANKS),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -174,14 +152,14 @@ rule bugliarello2020_parser_score:
 
 rule bugliarello2020_parse:
     input:
-        unpack(lambda wc: b20.parser_files(config, wc.src)),
+        unpack(lambda wc: B20_PLAN.parser_files(wc.src)),
         tokens="data/{corpus}/{src}-{tgt}/tc/{split}.{src}",
     output:
         "data/{corpus}/{src}-{tgt}/parse/{split}.{src}.conllu",
     log:
         "logs/bugliarello2020/parse/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
-        corpus=b20.regex(B20_PARSED),
+        corpus=B20_PLAN.regex(B20_PARSED),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 4
@@ -262,7 +240,7 @@ rule bugliarello2020_multitask_train:
     log:
         "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
-        split=b20.regex(B20_TRAIN_SPLITS),
+        split=B20_PLAN.regex(B20_TRAIN_SPLITS),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -284,7 +262,7 @@ rule bugliarello2020_multitask_valid:
     log:
         "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
-        split=b20.regex(B20_VALID_SPLITS),
+        split=B20_PLAN.regex(B20_VALID_SPLITS),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -336,15 +314,15 @@ rule bugliarello2020_multitask_vocab:
 
 rule bugliarello2020_length:
     input:
-        src=lambda wc: b20.tokenised_source(config, wc.experiment, wc.pair, wc.testset),
+        src=lambda wc: B20_PLAN.tokenised_source(wc.experiment, wc.pair, wc.testset),
         hyp="results/{experiment}/{pair}/{variant}/{testset}.hyp",
-        ref=lambda wc: b20.reference(config, wc.experiment, wc.pair, wc.testset),
+        ref=lambda wc: B20_PLAN.reference_text(wc.experiment, wc.pair, wc.testset),
     output:
         "results/{experiment}/{pair}/{variant}/{testset}.length.json",
     log:
         "logs/bugliarello2020/length/{experiment}/{pair}/{variant}/{testset}.log",
     wildcard_constraints:
-        experiment=b20.regex(B20_EXPERIMENTS),
+        experiment=B20_PLAN.regex(B20_EXPERIMENTS),
         testset="[A-Za-z0-9_-]+",
     conda:
         "../../envs/evaluate.yaml"
@@ -372,7 +350,7 @@ localrules:
 
 rule bugliarello2020_parser_table:
     input:
-        manifest_files(lambda wc: b20.parser_manifest(config, CORPORA)),
+        manifest_files(lambda wc: B20_PLAN.parser_manifest()),
     output:
         md=b20.PARSER_TABLE,
         csv=b20.PARSER_TABLE.replace(".md", ".csv"),
@@ -387,7 +365,7 @@ rule bugliarello2020_parser_table:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=manifest_text(lambda wc: b20.parser_manifest(config, CORPORA)),
+        manifest=manifest_text(lambda wc: B20_PLAN.parser_manifest()),
     shell:
         with_manifest(
             "nmtvariants bugliarello2020-parser-table --manifest {log.manifest:q} --out {output.md:q}"
@@ -447,14 +425,14 @@ rule bugliarello2020_table3:
 
 rule bugliarello2020_length_csv:
     input:
-        manifest_files(lambda wc: b20.figure_manifest(config, wc.task)),
+        manifest_files(lambda wc: B20_PLAN.figure_manifest(wc.task)),
     output:
         "results/figures/bugliarello2020/length_{task}.csv",
     log:
         out="logs/bugliarello2020/length_{task}.log",
         manifest="logs/bugliarello2020/length_{task}.manifest.json",
     wildcard_constraints:
-        task=b20.regex(B20_TASKS),
+        task=B20_PLAN.regex(B20_TASKS),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -462,7 +440,7 @@ rule bugliarello2020_length_csv:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=manifest_text(lambda wc: b20.figure_manifest(config, wc.task)),
+        manifest=manifest_text(lambda wc: B20_PLAN.figure_manifest(wc.task)),
     shell:
         with_manifest(
             "nmtvariants bugliarello2020-length --manifest {log.manifest:q} --out {output:q} > {log.out:q} 2>&1"

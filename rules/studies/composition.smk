@@ -1,27 +1,22 @@
 # Variants compose (experiments with `study: composition`, e.g. experiments/multi30k_composition.yaml):
 # a model with several studies' mechanisms at once beside each mechanism alone and the baseline, at
-# equal updates over the experiment's seeds. Library: nmtvariants.studies.composition.
+# equal updates over the experiment's seeds. Library: nmtvariants.studies.composition (the table) and
+# composition_plan (what the rules build).
 #   results/tables/composition/<experiment>.md             the generic scores table (BLEU, chrF, TER)
 #   results/tables/composition/<experiment>_mechanisms.md  BLEU and chrF mean ± sd, Δ and p against
 #       the baseline (the core `significance` rule, over sentences and replicas), parameters, training
 #       tokens/s, wall time, updates and the plateau record, and each composed variant's Δ beside the
 #       sum of its parts' Δ
-from nmtvariants.studies import composition
+from nmtvariants.studies import composition_plan as composition
 
-COMPOSITION_EXPERIMENTS = [
-    name for name, spec in EXPERIMENTS.items() if spec["study"] == composition.STUDY
-]
-
-for _name in COMPOSITION_EXPERIMENTS:
-    register_significance(
-        _name, composition.reference_variant(config, _name), list(composition.METRICS)
-    )
-    register_table(composition.STUDY, composition.table_path(_name))
+# its tables, and every variant's significance against the baseline (rule `significance`)
+COMPOSITION = composition.CompositionPlan(config, RUN_OF)
+register_plan(COMPOSITION)
 
 
 rule composition_table:
     input:
-        manifest_files(lambda wc: composition.manifest(config, RUN_OF, wc.experiment)),
+        manifest_files(lambda wc: COMPOSITION.manifest(wc.experiment)),
     output:
         md=f"{composition.TABLES}/{{experiment}}_mechanisms.md",
         csv=f"{composition.TABLES}/{{experiment}}_mechanisms.csv",
@@ -30,7 +25,7 @@ rule composition_table:
         out="logs/tables/composition/{experiment}_mechanisms.log",
         manifest="logs/tables/composition/{experiment}_mechanisms.manifest.json",
     wildcard_constraints:
-        experiment="|".join(COMPOSITION_EXPERIMENTS) or "(?!)",
+        experiment=COMPOSITION.regex(COMPOSITION.experiments),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -38,10 +33,8 @@ rule composition_table:
         mem_mb=2000,
         runtime=10,
     params:
-        manifest=manifest_text(
-            lambda wc: composition.manifest(config, RUN_OF, wc.experiment)
-        ),
-        reference=lambda wc: composition.reference_variant(config, wc.experiment),
+        manifest=manifest_text(lambda wc: COMPOSITION.manifest(wc.experiment)),
+        reference=lambda wc: COMPOSITION.reference_variant(wc.experiment),
         title=lambda wc: f"{wc.experiment}: the composed model beside its mechanisms",
     shell:
         with_manifest(

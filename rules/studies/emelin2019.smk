@@ -28,55 +28,15 @@
 # en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
 # Seeds: Tables 1-4 and the bootstrap read every seed of an experiment's `seeds` (mean ± sd, n); the
 # analyses (probes, similarity, gates, ContraWSD, Table 5) read the first seed's run only, and their
-# tables say so (StudyPlan.first_seed_note). What each table and analysis reads, and the inputs of
+# tables say so (Emelin2019Plan.first_seed_note). What each table and analysis reads, and the inputs of
 # the rules below: src/nmtvariants/studies/emelin2019_plan.py.
 
 
 from nmtvariants.studies import emelin2019_plan as emelin
 
-EMELIN_PLAN = emelin.StudyPlan(config, RUN_OF)
-
-
-# --- what the study builds ------------------------------------------------------------------------------
-
-if EMELIN_PLAN.experiments:
-    for _name in EMELIN_PLAN.bleu_tables:
-        register_table(emelin.STUDY, f"{emelin.TABLES}/{_name}.md")
-    if EMELIN_PLAN.systems(["en-de"]):
-        register_table(emelin.STUDY, f"{emelin.TABLES}/table5_params_speed.md")
-    if EMELIN_PLAN.variants_table:
-        register_table(emelin.STUDY, f"{emelin.TABLES}/table4_variants.md")
-    if EMELIN_PLAN.bootstrap:
-        register_table(emelin.STUDY, f"{emelin.TABLES}/bootstrap.md")
-        # rule `significance` (rules/evaluate.smk): every variant against the baseline, all seeds
-        register_significance(
-            EMELIN_PLAN.analysed, "baseline", emelin.BOOTSTRAP_METRICS
-        )
-    if EMELIN_PLAN.analysed:
-        register_table(emelin.STUDY, f"{emelin.TABLES}/probes_frequency.md")
-        if EMELIN_PLAN.pos:
-            register_table(emelin.STUDY, f"{emelin.TABLES}/probes_pos.md")
-        if EMELIN_PLAN.analysis("gates", shortcuts_only=True):
-            register_table(emelin.STUDY, f"{emelin.TABLES}/gates.md")
-        for _side in ("encoder", "decoder"):
-            register_figure(
-                emelin.STUDY,
-                f"{emelin.FIGURES}/probes_{_side}.png",
-                "layers",
-                y="accuracy",
-                title=f"Lexical probe accuracy by {_side} layer",
-                ylabel="held-out accuracy",
-            )
-            register_figure(
-                emelin.STUDY,
-                f"{emelin.FIGURES}/similarity_{_side}.png",
-                "layers",
-                y="cosine",
-                title=f"Cosine similarity of the {_side} states with the embeddings",
-                ylabel="cosine similarity",
-            )
-    if EMELIN_PLAN.contrawsd:
-        register_table(emelin.STUDY, f"{emelin.TABLES}/contrawsd.md")
+EMELIN_PLAN = emelin.Emelin2019Plan(config, RUN_OF)
+# its tables, figures and the bootstrap's significance tests (rule `significance`, rules/evaluate.smk)
+register_plan(EMELIN_PLAN)
 
 
 localrules:
@@ -98,13 +58,13 @@ rule emelin2019_states:
     # data), the dev set (their early stopping) or the probed test set (their accuracy, the similarity)
     input:
         model=lambda wc: EMELIN_PLAN.checkpoint(wc.experiment, wc.pair, wc.variant),
-        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
-        source=lambda wc: EMELIN_PLAN.run_bpe(
+        vocab=lambda wc: EMELIN_PLAN.bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: EMELIN_PLAN.bpe(
             wc.experiment,
             wc.pair,
             f"{EMELIN_PLAN.states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[0]}",
         ),
-        target=lambda wc: EMELIN_PLAN.run_bpe(
+        target=lambda wc: EMELIN_PLAN.bpe(
             wc.experiment,
             wc.pair,
             f"{EMELIN_PLAN.states_split(wc.experiment, wc.part)}.{wc.pair.split('-')[1]}",
@@ -216,13 +176,13 @@ rule emelin2019_similarity:
 rule emelin2019_gate_stats:
     input:
         model=lambda wc: EMELIN_PLAN.checkpoint(wc.experiment, wc.pair, wc.variant),
-        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
-        source=lambda wc: EMELIN_PLAN.run_bpe(
+        vocab=lambda wc: EMELIN_PLAN.bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: EMELIN_PLAN.bpe(
             wc.experiment,
             wc.pair,
             f"{EMELIN_PLAN.probe_testset(wc.experiment)}.{wc.pair.split('-')[0]}",
         ),
-        target=lambda wc: EMELIN_PLAN.run_bpe(
+        target=lambda wc: EMELIN_PLAN.bpe(
             wc.experiment,
             wc.pair,
             f"{EMELIN_PLAN.probe_testset(wc.experiment)}.{wc.pair.split('-')[1]}",
@@ -248,7 +208,7 @@ rule emelin2019_gate_stats:
 
 rule emelin2019_count_params:
     input:
-        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
+        vocab=lambda wc: EMELIN_PLAN.bpe(wc.experiment, wc.pair, "vocab.txt"),
     output:
         config="results/{experiment}/{pair}/{variant}/analysis/model.json",
         number="results/{experiment}/{pair}/{variant}/analysis/params.txt",
@@ -327,11 +287,11 @@ rule emelin2019_contrawsd_expand:
 rule emelin2019_contrawsd_score:
     input:
         model=lambda wc: EMELIN_PLAN.checkpoint(wc.experiment, wc.pair, wc.variant),
-        vocab=lambda wc: EMELIN_PLAN.run_bpe(wc.experiment, wc.pair, "vocab.txt"),
-        source=lambda wc: EMELIN_PLAN.run_bpe(
+        vocab=lambda wc: EMELIN_PLAN.bpe(wc.experiment, wc.pair, "vocab.txt"),
+        source=lambda wc: EMELIN_PLAN.bpe(
             wc.experiment, wc.pair, f"contrawsd-{wc.pair}.{wc.pair.split('-')[0]}"
         ),
-        candidate=lambda wc: EMELIN_PLAN.run_bpe(
+        candidate=lambda wc: EMELIN_PLAN.bpe(
             wc.experiment, wc.pair, f"contrawsd-{wc.pair}.{wc.pair.split('-')[1]}"
         ),
     output:

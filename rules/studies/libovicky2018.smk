@@ -26,21 +26,9 @@
 
 from nmtvariants.studies import libovicky2018_plan as lib
 
-LIBOVICKY2018 = lib.StudyPlan(config, RUNS, RUN_OF)
-
-for _table in LIBOVICKY2018.tables():
-    register_table("libovicky2018", _table)
-if LIBOVICKY2018.attention_systems():
-    register_figure(
-        "libovicky2018",
-        lib.FIGURE,
-        "layers",
-        x="layer",
-        y="share",
-        group="label",
-        title=f"Attention over sources per decoder layer{LIBOVICKY2018.analysis_note()}",
-        ylabel="share of the cross-attention",
-    )
+LIBOVICKY2018 = lib.Libovicky2018Plan(config, RUN_OF)
+# its tables and the attention figure
+register_plan(LIBOVICKY2018)
 
 
 rule libovicky2018_image_features:
@@ -105,7 +93,7 @@ rule libovicky2018_pair_features:
 rule libovicky2018_source:
     input:
         # the pair's chain for a language that shares its BPE (preprocess.bpe.shared_with; checked by
-        # libovicky2018_plan.StudyPlan at start-up)
+        # libovicky2018_plan.Libovicky2018Plan at start-up)
         "data/{corpus}/{pair}/bpe/{split}.{lang}",
     output:
         "data/{corpus}/{pair}/inputs/{split}.src_{lang}",

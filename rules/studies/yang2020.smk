@@ -17,7 +17,7 @@
 # a quarter of toyworld's test pairs), and `layer-aer` counts every BPE-joined token as a word. So
 # the study's `yang2020-layer-aer` runs layer-aer's computation with words glued across `@-@`
 # (every gold link is checked against those word counts). An EN-FR (or FR-EN) pair of a corpus
-# without its own gold (GOLD in nmtvariants.studies.yang2020_workflow) is scored on the Hansards
+# without its own gold (GOLD in nmtvariants.studies.yang2020_plan) is scored on the Hansards
 # EN-FR gold (HANSARDS there; catalogue `hansards_enfr_align`, from `mirror:` first): its
 # lower-cased, tokenised text keeps its tokens (the gold indexes them) and only goes through the
 # pair's normalisation, truecaser and BPE (and hyphen split/escaping if the corpus has them), and
@@ -30,42 +30,17 @@
 import json
 import os
 
-from nmtvariants.studies.yang2020_workflow import (
+from nmtvariants.studies.yang2020_plan import (
     HANSARDS,
     HANSARDS_RAW,
     PROBE_FIGURES,
     TABLE_KINDS,
-    Yang2020Workflow,
+    Yang2020Plan,
 )
 
-# the study's systems and every path the rules below use
-YANG = Yang2020Workflow(config)
-
-for _name in YANG.tables:
-    register_table("yang2020", f"results/tables/yang2020/{_name}.md")
-if any(s.layout == "standard" for s in YANG.probed):
-    for _figure, _title in PROBE_FIGURES.items():
-        for _side in ("source", "target"):
-            register_figure(
-                "yang2020",
-                f"results/figures/yang2020/{_figure}_{_side}.png",
-                "layers",
-                y="perplexity",
-                group="series",
-                title=f"{_title} ({_side}){YANG.analysis_note()}",
-                ylabel=f"{_side} perplexity",
-            )
-if YANG.aligned:
-    for _metric, _label in (("aer", "AER"), ("coverage", "cumulative coverage")):
-        register_figure(
-            "yang2020",
-            f"results/figures/yang2020/figs4_7_{_metric}.png",
-            "layers",
-            y=_metric,
-            group="series",
-            title=f"Figs. 4-7: {_label} of the SEM alignment{YANG.analysis_note()}",
-            ylabel=_label,
-        )
+# the study's systems and every path the rules below use; its tables and figures
+YANG = Yang2020Plan(config, RUN_OF)
+register_plan(YANG)
 
 
 rule yang2020_probes:
@@ -217,7 +192,7 @@ rule yang2020_decode_speed:
 
 rule yang2020_table:
     input:
-        manifest_files(lambda wc: YANG.tables[wc.table]),
+        manifest_files(lambda wc: YANG.table_entries[wc.table]),
     output:
         md="results/tables/yang2020/{table}.md",
         csv="results/tables/yang2020/{table}.csv",
@@ -226,7 +201,7 @@ rule yang2020_table:
         out="logs/tables/yang2020/{table}.log",
         manifest="logs/tables/yang2020/{table}.manifest.json",
     wildcard_constraints:
-        table="|".join(YANG.tables) or "(?!)",
+        table=YANG.regex(YANG.table_entries),
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -234,7 +209,7 @@ rule yang2020_table:
         mem_mb=2000,
         runtime=10,
     params:
-        manifest=manifest_text(lambda wc: YANG.tables[wc.table]),
+        manifest=manifest_text(lambda wc: YANG.table_entries[wc.table]),
         kind=lambda wc: TABLE_KINDS[wc.table],
     shell:
         with_manifest(

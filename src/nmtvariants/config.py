@@ -433,6 +433,12 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
     return runs
 
 
+def run_index(runs: Mapping[str, TrainingRun]) -> dict[tuple[str, str, str], str]:
+    """(experiment, pair, replica) -> run id of :func:`training_runs`: which shared run each replica
+    reads (rules/common.smk's RUN_OF, handed to every study's planner)."""
+    return {user: run.id for run in runs.values() for user in run.users}
+
+
 def check_streams_made(
     config: dict[str, Any], runs: Mapping[str, TrainingRun], made: Callable[[str], bool]
 ) -> None:

@@ -1,4 +1,4 @@
-"""Where the workflow keeps runs, models, decodings and sub-word files: one home for the layout.
+"""Where the workflow keeps runs, models, decodings, sub-word files and results: one home for the layout.
 
 The rules, the study plans and the tests build these paths from here, so that a change of layout is one
 edit and a study cannot drift from the rules that write what it reads (a study that spelt the BPE
@@ -57,3 +57,20 @@ def bpe_file(corpus: str, pair: str, name: str, inputs: Mapping[str, Any] | None
 def train_log(run_id: str) -> str:
     """A run's training log (training and validation rows): speed, curves and the plateau record."""
     return f"{run_folder(run_id)}/train_log.csv"
+
+
+def result_folder(experiment: str, pair: str, name: str) -> str:
+    """An experiment's own results for one replica (or, for a test over every seed, one variant):
+    ``name`` is the replica's folder name (nmtvariants.config.replica_name) or the variant's."""
+    return f"results/{experiment}/{pair}/{name}"
+
+
+def scores_file(experiment: str, pair: str, replica: str, testset: str) -> str:
+    """A replica's scores on a test set (rule ``evaluate``): what every BLEU table reads."""
+    return f"{result_folder(experiment, pair, replica)}/{testset}.scores.json"
+
+
+def significance_file(experiment: str, pair: str, variant: str, testset: str) -> str:
+    """A variant's paired bootstrap against its experiment's reference over every seed of both (rule
+    ``significance``): one file per variant, not per replica."""
+    return f"{result_folder(experiment, pair, variant)}/{testset}.significance.json"

@@ -10,8 +10,9 @@ is the mean ± sample sd over the experiment's seeds; the p-values are the core 
 paired bootstrap over sentences and replicas against the baseline (one file per variant and test set,
 shared with any other table that tests the same pair).
 
-The experiment's plan (:func:`parts`) finds the composed variants from the config: a variant whose
-switches are the union of two or more other variants' switches.
+:func:`parts` finds the composed variants from the config: a variant whose switches are the union of
+two or more other variants' switches. What the rules build and the table's manifest:
+:mod:`nmtvariants.studies.composition_plan`.
 """
 
 from __future__ import annotations
@@ -24,14 +25,10 @@ from typing import Any
 
 import pandas as pd
 
-from nmtvariants.config import experiment_replicas
 from nmtvariants.errors import InputError
-from nmtvariants.layout import final_model, run_folder, train_log
 from nmtvariants.reporting.manifest import Entry
 from nmtvariants.reporting.replicas import format_mean_sd, mean_sd
 
-STUDY = "composition"
-TABLES = f"results/tables/{STUDY}"
 METRICS = {"bleu": "BLEU", "chrf": "chrF"}
 ROLES = (
     "scores",
@@ -39,11 +36,6 @@ ROLES = (
     "train_log",
     "checkpoint",
 )  # every entry's files; significance but for the reference
-
-
-def table_path(experiment: str) -> str:
-    """The experiment's composition table (the generic scores table is ``<experiment>.md`` beside it)."""
-    return f"{TABLES}/{experiment}_mechanisms.md"
 
 
 def parts(variants: Mapping[str, Mapping[str, Any] | None]) -> dict[str, list[str]]:
@@ -62,48 +54,6 @@ def parts(variants: Mapping[str, Mapping[str, Any] | None]) -> dict[str, list[st
         if len(found) >= 2 and covered == set(composed):
             out[name] = found
     return out
-
-
-def reference_variant(config: Mapping[str, Any], experiment: str) -> str:
-    """The baseline every other variant is compared with: the experiment's first variant."""
-    return next(iter(config["experiments"][experiment]["variants"]))
-
-
-def manifest(
-    config: Mapping[str, Any], run_of: Mapping[tuple[str, str, str], str], experiment: str
-) -> list[Entry]:
-    """The table's manifest: one entry per (test set, replica) with its score file, its run's record,
-    log and final model, and (but for the reference) the variant's significance test over replicas;
-    ``info`` holds the variant's switches, from which :func:`parts` finds the composed variants.
-    ``run_of`` maps (experiment, pair, replica) to the run id (rules/common.smk's RUN_OF)."""
-    spec = config["experiments"][experiment]
-    reference = reference_variant(config, experiment)
-    entries = []
-    for testset in spec["evaluate"]["testsets"]:
-        for replica in experiment_replicas(config, experiment):
-            run = run_of[experiment, replica.pair, replica.name]
-            folder = f"results/{experiment}/{replica.pair}"
-            files = {
-                "scores": f"{folder}/{replica.name}/{testset}.scores.json",
-                "run": f"{run_folder(run)}/run.json",
-                "train_log": train_log(run),
-                "checkpoint": final_model(run),
-            }
-            if replica.variant != reference:
-                files["significance"] = f"{folder}/{replica.variant}/{testset}.significance.json"
-            switches = spec["variants"][replica.variant] or {}
-            entries.append(
-                Entry(
-                    files=files,
-                    experiment=experiment,
-                    pair=replica.pair,
-                    variant=replica.variant,
-                    seed=replica.seed,
-                    testset=testset,
-                    info={"switches": dict(switches)},
-                )
-            )
-    return entries
 
 
 def _read_json(path: str | Path, what: str) -> dict[str, Any]:

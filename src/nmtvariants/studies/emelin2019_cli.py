@@ -2,7 +2,7 @@
 
 Each table command reads the files its manifest names (``--manifest FILE``:
 :mod:`nmtvariants.reporting.manifest`, written by the rule from
-:class:`nmtvariants.studies.emelin2019_plan.StudyPlan`) and writes the table with
+:class:`nmtvariants.studies.emelin2019_plan.Emelin2019Plan`) and writes the table with
 :func:`nmtvariants.reporting.tables.write_table` (markdown, CSV and provenance record)::
 
     nmtvariants emelin2019-bleu --manifest M.json [--mean-testsets nt14 nt15] --title T --out t1.md

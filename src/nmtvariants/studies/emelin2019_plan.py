@@ -2,9 +2,9 @@
 inputs and settings of the study's rules (rules/studies/emelin2019.smk).
 
 Built once per workflow from the resolved config and the index of training runs,
-``StudyPlan(config, run_of)``, and free of Snakemake, so that what a table is built from can be
-tested without a dry run. The rules file holds the rules and nothing else; the other studies' plans
-(``libovicky2018_plan``, ``yang2020_workflow``, ``bugliarello2020_plan``) have the same place.
+``Emelin2019Plan(config, run_of)``: a :class:`nmtvariants.studies.plan_base.StudyPlan`, as every
+study's planner, which holds the experiments, replicas, run files and manifest entries the studies
+share; this module adds the study's tables, analyses and probe protocol.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nmtvariants.config import experiment_replicas, experiment_seeds, experiment_systems
-from nmtvariants.layout import averaged_model, bpe_file, train_log
+from nmtvariants.config import experiment_systems
+from nmtvariants.layout import train_log
 from nmtvariants.reporting.manifest import Entry
+from nmtvariants.studies.plan_base import RunIndex, StudyPlan
 
 STUDY = "emelin2019"
 TABLES = f"results/tables/{STUDY}"
@@ -53,17 +54,13 @@ NO_POS_NOTE = (
 System = tuple[str, str, str]  # (experiment, pair, variant)
 
 
-class StudyPlan:
+class Emelin2019Plan(StudyPlan):
     """The study's experiments, the systems of its tables and analyses, and its rules' inputs."""
 
-    def __init__(self, config: Mapping[str, Any], run_of: Mapping[System, str]) -> None:
-        self.config = config
-        self.run_of = run_of
-        self.corpora = config.get("corpora", {})
-        self.experiments = {
-            name: spec for name, spec in config.get("experiments", {}).items() if spec["study"] == STUDY
-        }
-        self.settings = (config.get("studies") or {}).get(STUDY) or {}
+    study = STUDY
+
+    def __init__(self, config: Mapping[str, Any], run_of: RunIndex) -> None:
+        super().__init__(config, run_of)
         # the BLEU tables that have rows
         self.bleu_tables = {
             name: (title, *selection)
@@ -98,9 +95,60 @@ class StudyPlan:
             and len(self.experiments[self.analysed]["variants"]) > 1
         )
 
+    # --- what the study builds ---------------------------------------------------------------------
+    def tables(self) -> list[str]:
+        """Tables 1-3 that have rows, Table 5 (any EN-DE run), Table 4 and the bootstrap (the analysed
+        experiment scored with their metrics), the probes (POS on toyworld), gates (a shortcut variant
+        analysed) and ContraWSD (a model with a ContraWSD set)."""
+        names = list(self.bleu_tables)
+        if self.systems(["en-de"]):
+            names.append("table5_params_speed")
+        if self.variants_table:
+            names.append("table4_variants")
+        if self.bootstrap:
+            names.append("bootstrap")
+        if self.analysed:
+            names += ["probes_frequency", "probes_pos"] if self.pos else ["probes_frequency"]
+            if self.analysis("gates", shortcuts_only=True):
+                names.append("gates")
+        if self.contrawsd:
+            names.append("contrawsd")
+        return [self.table_path(name) for name in names]
+
+    def figures(self) -> dict[str, dict[str, Any]]:
+        """Figures 3-4 and 6-7: probe accuracy and similarity to the embeddings by layer, per side."""
+        if not self.analysed:
+            return {}
+        figures = {}
+        for side in ("encoder", "decoder"):
+            figures[self.figure_path(f"probes_{side}")] = {
+                "kind": "layers",
+                "y": "accuracy",
+                "title": f"Lexical probe accuracy by {side} layer",
+                "ylabel": "held-out accuracy",
+            }
+            figures[self.figure_path(f"similarity_{side}")] = {
+                "kind": "layers",
+                "y": "cosine",
+                "title": f"Cosine similarity of the {side} states with the embeddings",
+                "ylabel": "cosine similarity",
+            }
+        return figures
+
+    def significance_tests(self) -> dict[str, tuple[str, list[str]]]:
+        """The bootstrap: every variant of the analysed experiment against the baseline, all seeds."""
+        if not self.bootstrap:
+            return {}
+        analysed = str(self.analysed)
+        return {analysed: (self.reference_variant(analysed), list(BOOTSTRAP_METRICS))}
+
     # --- experiments and systems -------------------------------------------------------------------
     def is_toy(self, experiment: str) -> bool:
-        return self.corpora[self.experiments[experiment]["corpus"]]["source"] == "toyworld"
+        return self.is_toyworld(self.corpus(experiment))
+
+    def reference_variant(self, experiment: str) -> str:
+        """The bootstrap compares every variant with the paper's baseline, whatever its place."""
+        return "baseline"
 
     def caps(self, experiment: str) -> dict[str, int]:
         if self.is_toy(experiment):
@@ -178,7 +226,7 @@ class StudyPlan:
         testsets = dict.fromkeys(
             testset
             for name, _, _ in self.systems(*selection, metrics=BLEU_METRICS)
-            for testset in self.experiments[name]["evaluate"]["testsets"]
+            for testset in self.testsets(name)
         )
         return ["--mean-testsets", *testsets]
 
@@ -186,53 +234,26 @@ class StudyPlan:
         """Table 4: every variant of the analysed (BASE-like) experiment's EN-DE runs."""
         return [system for system in self.systems(["en-de"]) if system[0] == self.analysed]
 
-    # --- replicas and their score files ------------------------------------------------------------
-    def replicas(self, experiment: str, pair: str, variant: str) -> list[Any]:
-        """The replicas of one system, one per seed of the experiment (the first is the variant itself)."""
-        return [
-            replica
-            for replica in experiment_replicas(self.config, experiment)
-            if replica.pair == pair and replica.variant == variant
-        ]
-
-    def score_entries(self, systems: Sequence[System], switches: bool = False) -> list[Entry]:
-        """The manifest of a BLEU table: the score file of every replica and test set of ``systems``
-        (``switches``: with each variant's switches in ``info``, for Table 4's shortcut column)."""
-        return [
-            Entry(
-                {"scores": f"results/{name}/{pair}/{replica.name}/{testset}.scores.json"},
-                name,
-                pair,
-                variant,
-                replica.seed,
-                testset,
-                info={"switches": self.experiments[name]["variants"][variant]} if switches else {},
-            )
-            for name, pair, variant in systems
-            for replica in self.replicas(name, pair, variant)
-            for testset in self.experiments[name]["evaluate"]["testsets"]
-        ]
-
+    # --- the manifests of the BLEU tables and the bootstrap ------------------------------------------
     def bleu_manifest(self, table: str) -> list[Entry]:
         return self.score_entries(self.bleu_systems(table))
 
     def variants_manifest(self) -> list[Entry]:
-        return self.score_entries(self.variant_systems(), switches=True)
+        """Table 4: every replica's scores, with the variant's switches (its shortcut column)."""
+
+        def switches(name: str, pair: str, variant: str) -> dict[str, Any]:
+            return {"switches": self.experiments[name]["variants"][variant]}
+
+        return self.score_entries(self.variant_systems(), switches)
 
     def bootstrap_manifest(self) -> list[Entry]:
         """The significance test of every non-baseline variant of the analysed experiment on every test
         set (over all seeds of both: no ``seed``)."""
         return [
-            Entry(
-                {"significance": f"results/{name}/{pair}/{variant}/{testset}.significance.json"},
-                name,
-                pair,
-                variant,
-                testset=testset,
-            )
+            self.significance_entry(name, pair, variant, testset)
             for name, pair, variant in self.variant_systems()
-            if variant != "baseline"
-            for testset in self.experiments[name]["evaluate"]["testsets"]
+            if variant != self.reference_variant(name)
+            for testset in self.testsets(name)
         ]
 
     # --- the analyses (first seed) -----------------------------------------------------------------
@@ -240,7 +261,7 @@ class StudyPlan:
         """The analysis tables (probes, gates, ContraWSD, Table 5) read the first seed's run only; a table
         of an experiment with several seeds says so in this sentence (none with one seed).
         """
-        seeds = experiment_seeds(self.config, experiment)
+        seeds = self.seeds(experiment)
         if len(seeds) == 1:
             return []
         return [
@@ -252,13 +273,6 @@ class StudyPlan:
         """``--note`` of an analysis table: :meth:`first_seed_sentences`, if any."""
         sentences = self.first_seed_sentences(experiment)
         return ["--note", " ".join(sentences)] if sentences else []
-
-    def checkpoint(self, experiment: str, pair: str, variant: str) -> str:
-        average = self.experiments[experiment]["average_last"]
-        return averaged_model(self.run_of[(experiment, pair, variant)], average)
-
-    def run_bpe(self, experiment: str, pair: str, name: str) -> str:
-        return bpe_file(self.experiments[experiment]["corpus"], pair, name)
 
     def analysis(self, role: str, shortcuts_only: bool = False) -> list[Entry]:
         """The manifest of an analysis table: the ``role`` file (``probes``, ``gates``) of each analysed
@@ -284,7 +298,7 @@ class StudyPlan:
             Entry(
                 {
                     "count": f"results/{name}/{pair}/{variant}/analysis/params.txt",
-                    "train_log": train_log(self.run_of[(name, pair, variant)]),
+                    "train_log": train_log(self.run_id(name, pair, variant)),
                 },
                 name,
                 pair,
@@ -297,7 +311,7 @@ class StudyPlan:
     # --- ContraWSD ---------------------------------------------------------------------------------
     def contrawsd_set(self, corpus: str, pair: str) -> str | None:
         """The ContraWSD JSON that tests a model of this corpus and pair, or None."""
-        if self.corpora[corpus]["source"] == "toyworld":
+        if self.is_toyworld(corpus):
             return "data/toyworld/contrawsd/en-de.json" if pair == "en-de" else None
         return CONTRAWSD_DEEN if pair == "de-en" else None
 
@@ -317,7 +331,7 @@ class StudyPlan:
 
     # --- the lexical probes ------------------------------------------------------------------------
     def probe_testset(self, experiment: str) -> str:
-        return self.experiments[experiment]["evaluate"]["testsets"][0]
+        return self.testsets(experiment)[0]
 
     def probe_train_sentences(self, experiment: str) -> int:
         return self.settings.get("probe_train_sentences", self.caps(experiment)["train_sentences"])
@@ -326,7 +340,7 @@ class StudyPlan:
         """The corpus split whose states make probe part ``part`` (train, valid or test)."""
         if part == "test":
             return self.probe_testset(experiment)
-        return self.corpora[self.experiments[experiment]["corpus"]][part]
+        return self.corpora[self.corpus(experiment)][part]
 
     def states_sentences(self, experiment: str, part: str) -> int:
         """How many sentences from the start of the part's split are extracted."""
@@ -341,7 +355,7 @@ class StudyPlan:
     def probe_note(self) -> str:
         """The probes' protocol as the tables state it, and where it differs from the authors'."""
         analysed = str(self.analysed)
-        corpus = self.corpora[self.experiments[analysed]["corpus"]]
+        corpus = self.corpora[self.corpus(analysed)]
         caps = self.caps(analysed)
         return (
             f"Each probe trains on the states of the first {self.probe_train_sentences(analysed)}"
@@ -359,12 +373,12 @@ class StudyPlan:
         experiment, pair = wildcards.experiment, wildcards.pair
         analysis = f"results/{experiment}/{pair}/{wildcards.variant}/analysis"
         inputs = {f"{part}_states": f"{analysis}/states-{part}.npz" for part in PROBE_PARTS}
-        inputs["vocab"] = self.run_bpe(experiment, pair, "vocab.txt")
+        inputs["vocab"] = self.bpe(experiment, pair, "vocab.txt")
         src, tgt = pair.split("-")
-        corpus = self.experiments[experiment]["corpus"]
+        corpus = self.corpus(experiment)
         train = self.corpora[corpus]["train"]
-        inputs["source_train"] = self.run_bpe(experiment, pair, f"{train}.{src}")
-        inputs["target_train"] = self.run_bpe(experiment, pair, f"{train}.{tgt}")
+        inputs["source_train"] = self.bpe(experiment, pair, f"{train}.{src}")
+        inputs["target_train"] = self.bpe(experiment, pair, f"{train}.{tgt}")
         if self.is_toy(experiment):
             testset = self.probe_testset(experiment)
             inputs["pos"] = f"data/{corpus}/{pair}/pos/{testset}.{src}"

@@ -17,7 +17,7 @@ randomised input, the mean and standard deviation of BLEU over the derangement s
 (``adversarial-summary``), each of one training run; over a system's training seeds (``seeds:``)
 each of these is reported as mean ± sample sd with n (nmtvariants.reporting.replicas). Under each,
 its deviations from the paper (:data:`DEVIATIONS`; the conditions come from the study's plan,
-``StudyPlan.table_conditions``).
+``Libovicky2018Plan.table_conditions``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from nmtvariants.reporting.results import UNRECORDED_SEED, metric_label
 
 TABLE_KEYS = ("table1_mmt", "table2_multisource")
 # Every known difference from the paper behind Tables 1 and 2 (reporting/deviations.py). ``when``:
-# a condition StudyPlan.table_conditions reports from the config.
+# a condition Libovicky2018Plan.table_conditions reports from the config.
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "meteor",

@@ -7,7 +7,7 @@
 
 The table and the join read their inputs from a manifest (``--manifest FILE``,
 :mod:`nmtvariants.reporting.manifest`, written by the rule from
-:class:`nmtvariants.studies.libovicky2018_plan.StudyPlan`): the table one entry per replica (training
+:class:`nmtvariants.studies.libovicky2018_plan.Libovicky2018Plan`): the table one entry per replica (training
 seed) of each row with its ``clean`` scores, a multi-input system's ``adversarial`` summary and the
 row's ``label``; the join one entry per ``attention`` CSV, labelled with its series.
 """

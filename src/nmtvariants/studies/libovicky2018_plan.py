@@ -1,7 +1,8 @@
 """What rules/studies/libovicky2018.smk builds for a config: the file names and arguments of every job.
 
-The study's rules only name paths and call :class:`StudyPlan` (the workflow keeps its logic in the
-package). Experiments with ``study: libovicky2018`` name the extra inputs of their variants:
+The study's rules only name paths and call :class:`Libovicky2018Plan` (a
+:class:`nmtvariants.studies.plan_base.StudyPlan`, as every study's planner; the workflow keeps its
+logic in the package). Experiments with ``study: libovicky2018`` name the extra inputs of their variants:
 ``inputs.<variant>: {features: resnet}`` (images: Table 1) or ``{sources: [src_<lang>, ...]}``
 (further source languages: Table 2). For each variant with extra inputs the test set is translated
 again with one input deranged (the image; or each source language in turn), once per derangement
@@ -10,9 +11,10 @@ hierarchical variants also give the attention figure.
 
 An experiment with several training ``seeds`` has one replica per seed (nmtvariants.config.replica_name:
 the first seed's folder is the variant's own name, the others ``<variant>-seed<N>``). Every rule here
-with a ``{variant}`` wildcard serves every replica (:meth:`StudyPlan.inputs` reads a replica's inputs
-from its variant), and each replica gets its own adversarial decodes over the derangement seeds; Tables 1
-and 2 read every replica (mean ± sd over training seeds), the attention figure the first seed only.
+with a ``{variant}`` wildcard serves every replica (:meth:`StudyPlan.variant_inputs` reads a replica's
+inputs from its variant), and each replica gets its own adversarial decodes over the derangement
+seeds; Tables 1 and 2 read every replica (mean ± sd over training seeds), the attention figure the
+first seed only.
 """
 
 from __future__ import annotations
@@ -21,18 +23,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nmtvariants.config import (
-    content_id,
-    decode_settings,
-    experiment_seeds,
-    experiment_systems,
-    parse_replica,
-    replica_name,
-    shared_bpe_languages,
-)
+from nmtvariants.config import decode_settings, experiment_systems, shared_bpe_languages
 from nmtvariants.errors import ConfigError
-from nmtvariants.layout import averaged_model, bpe_file
+from nmtvariants.layout import bpe_file
 from nmtvariants.reporting.manifest import Entry
+from nmtvariants.studies.plan_base import RunIndex, StudyPlan
 
 STUDY = "libovicky2018"
 SEEDS = (1, 2, 3)  # default derangement seeds of every adversarial evaluation
@@ -61,25 +56,20 @@ TITLES = {
 System = tuple[str, str, str, str]  # experiment, pair, variant, test set
 
 
-class StudyPlan:
-    """The study's jobs for one resolved config; ``runs``/``run_of`` are rules/common.smk's RUNS and
-    RUN_OF (the shared content-addressed runs)."""
+class Libovicky2018Plan(StudyPlan):
+    """The study's jobs for one resolved config; ``run_of`` is rules/common.smk's RUN_OF (the shared
+    content-addressed runs)."""
 
-    def __init__(self, config: Mapping[str, Any], runs: Mapping[str, Any], run_of: Mapping[tuple, str]):
-        self.config = config
-        self.corpora: Mapping[str, Any] = config.get("corpora", {})
-        self.experiments = {
-            name: spec for name, spec in config.get("experiments", {}).items() if spec.get("study") == STUDY
-        }
-        self.runs = runs
-        self.run_of = run_of
+    study = STUDY
+
+    def __init__(self, config: Mapping[str, Any], run_of: RunIndex) -> None:
+        super().__init__(config, run_of)
         self.images = {**IMAGE_DEFAULTS, **config.get("image_features", {})}
         self.meteor_home = (config.get("meteor") or {}).get("home")
-        study = (config.get("studies") or {}).get(STUDY) or {}
-        self.seeds: tuple[int, ...] = tuple(study.get("derangement_seeds", SEEDS))
-        if not self.seeds or not all(isinstance(seed, int) and seed >= 0 for seed in self.seeds):
+        seeds = self.derangement_seeds = tuple(self.settings.get("derangement_seeds", SEEDS))
+        if not seeds or not all(isinstance(seed, int) and seed >= 0 for seed in seeds):
             raise ConfigError(
-                f"studies.{STUDY}.derangement_seeds: give a non-empty list of seeds >= 0, not {self.seeds!r}"
+                f"studies.{STUDY}.derangement_seeds: give a non-empty list of seeds >= 0, not {seeds!r}"
             )
         self.shared_bpe = shared_bpe_languages(dict(self.corpora))
         for name in self.experiments:  # fail at start-up, not at the first job
@@ -96,23 +86,10 @@ class StudyPlan:
                 )
 
     # --- experiments ---------------------------------------------------------------------------
-    def training_seeds(self, experiment: str) -> list[int]:
-        return experiment_seeds(self.config, experiment)
-
-    def variant_of(self, experiment: str, name: str) -> str:
-        """The variant of a result folder's name: the name itself, or for a further seed's replica
-        (``<variant>-seed<N>``) the variant it replicates."""
-        return parse_replica(name, self.training_seeds(experiment))[0]
-
-    def inputs(self, experiment: str, variant: str) -> dict[str, Any]:
-        """The extra inputs of a variant, or of the variant a replica's name stands for."""
-        variant = self.variant_of(experiment, variant)
-        return dict((self.experiments[experiment].get("inputs") or {}).get(variant) or {})
-
     def extra_langs(self, experiment: str, variant: str) -> list[str]:
         """The languages of a variant's further sources (named ``src_<lang>``)."""
         langs = []
-        for name in self.inputs(experiment, variant).get("sources", []):
+        for name in self.variant_inputs(experiment, variant).get("sources", []):
             if not re.fullmatch(r"src_[a-z]+", name):
                 raise ConfigError(
                     f"experiments.{experiment}.inputs.{variant}.sources: {name!r}; {STUDY} names a further "
@@ -137,7 +114,7 @@ class StudyPlan:
                         )
 
     def has_images(self, experiment: str, variant: str) -> bool:
-        features = self.inputs(experiment, variant).get("features")
+        features = self.variant_inputs(experiment, variant).get("features")
         if features not in (None, FEATURES):
             raise ConfigError(
                 f"experiments.{experiment}.inputs.{variant}.features: {features!r}; {STUDY} writes the image "
@@ -156,7 +133,7 @@ class StudyPlan:
 
     def strategy(self, experiment: str, variant: str) -> str | None:
         """The variant's combination strategy; None for a single-input variant (a baseline row)."""
-        if not self.inputs(experiment, variant):
+        if not self.variant_inputs(experiment, variant):
             return None
         variant = self.variant_of(experiment, variant)
         options = (self.experiments[experiment]["variants"][variant] or {}).get("multi_source") or {}
@@ -192,26 +169,34 @@ class StudyPlan:
         label is the strategy (or the baseline's name). The replicas of a row share its system."""
         entries = []
         for e, p, v, t in self.systems(kind):
-            seeds = self.training_seeds(e)
-            for seed in seeds:
-                folder = self.folder(e, p, replica_name(v, seed, seeds))
+            for replica in self.replicas(e, p, v):
+                folder = self.folder(e, p, replica.name)
                 files = {"clean": f"{folder}/{t}.clean.json"}
-                if self.inputs(e, v):
+                if self.variant_inputs(e, v):
                     files["adversarial"] = f"{folder}/{t}.adversarial.json"
                 label = self.strategy(e, v) or BASELINE_LABELS[kind]
-                entries.append(Entry(files, e, p, v, seed, t, label=label))
+                entries.append(Entry(files, e, p, v, replica.seed, t, label=label))
         return entries
 
-    def analysis_note(self) -> str:
-        """The attention figure's title suffix: " (seed N only)" where an experiment of the study has
-        several training seeds (the figure reads the first seed's models), else nothing."""
-        seeds = [self.training_seeds(name) for name in self.experiments]
-        if all(len(one) == 1 for one in seeds):
-            return ""
-        return f" (seed {', '.join(str(s) for s in dict.fromkeys(one[0] for one in seeds))} only)"
-
     def tables(self) -> list[str]:
-        return [f"results/tables/{STUDY}/{kind}.md" for kind in TABLES if self.systems(kind)]
+        """Table 1 (experiments whose variants read images) and Table 2 (more sources), with rows."""
+        return [self.table_path(kind) for kind in TABLES if self.systems(kind)]
+
+    def figures(self) -> dict[str, dict[str, Any]]:
+        """The attention figure: the share of each source per decoder layer, flat and hierarchical."""
+        if not self.attention_systems():
+            return {}
+        title = f"Attention over sources per decoder layer{self.analysis_note()}"
+        return {
+            FIGURE: {
+                "kind": "layers",
+                "x": "layer",
+                "y": "share",
+                "group": "label",
+                "title": title,
+                "ylabel": "share of the cross-attention",
+            }
+        }
 
     def attention_systems(self) -> list[System]:
         """Flat and hierarchical variants on their experiment's first test set."""
@@ -227,25 +212,11 @@ class StudyPlan:
     def folder(experiment: str, pair: str, variant: str) -> str:
         return f"results/{STUDY}/{experiment}/{pair}/{variant}"
 
-    def corpus(self, wildcards: Any) -> str:
-        return self.experiments[wildcards.experiment]["corpus"]
-
-    def run_id(self, wildcards: Any) -> str:
-        return self.run_of[(wildcards.experiment, wildcards.pair, wildcards.variant)]
-
     def decode(self, wildcards: Any, key: str) -> Any:
         """A search setting of the experiment (the same search as its clean translation)."""
         return decode_settings(self.config, wildcards.experiment)[key]
 
-    def decode_id(self, experiment: str) -> str:
-        return content_id(decode_settings(self.config, experiment))
-
-    def model(self, wildcards: Any) -> str:
-        return averaged_model(self.run_id(wildcards), self.decode(wildcards, "average_last"))
-
     # --- inputs: image features ---------------------------------------------------------------------
-    def is_toyworld(self, corpus: str) -> bool:
-        return self.corpora[corpus]["source"] == "toyworld"
 
     def image_setting(self, wildcards: Any, key: str) -> Any:
         corpus = wildcards.corpus
@@ -312,7 +283,7 @@ class StudyPlan:
     def decode_inputs(self, wildcards: Any) -> dict[str, str]:
         """Model, vocabulary and test inputs of one adversarial decode: all clean but the randomised one,
         its deranged copy (text) or read through a deranged index (image)."""
-        corpus, pair, testset = self.corpus(wildcards), wildcards.pair, wildcards.testset
+        corpus, pair, testset = self.corpus(wildcards.experiment), wildcards.pair, wildcards.testset
         randomised = wildcards.randomised
         if randomised not in self.randomised(wildcards.experiment, pair, wildcards.variant):
             raise ConfigError(
@@ -329,10 +300,10 @@ class StudyPlan:
         return inputs
 
     def test_inputs(self, wildcards: Any, text: Any = None) -> dict[str, str]:
-        corpus, pair, testset = self.corpus(wildcards), wildcards.pair, wildcards.testset
+        corpus, pair, testset = self.corpus(wildcards.experiment), wildcards.pair, wildcards.testset
         text = text or (lambda lang: self.text_source(corpus, pair, testset, lang))
         inputs = {
-            "model": self.model(wildcards),
+            "model": self.checkpoint(wildcards.experiment, wildcards.pair, wildcards.variant),
             "vocab": bpe_file(corpus, pair, "vocab.txt"),
             "source": text(pair.split("-")[0]),
         }
@@ -365,17 +336,21 @@ class StudyPlan:
         return f"{folder}/{wildcards.testset}.{wildcards.name}.hyp"
 
     def reference(self, wildcards: Any) -> str:
-        return f"data/{self.corpus(wildcards)}/raw/{wildcards.testset}.{wildcards.pair.split('-')[1]}"
+        return self.reference_text(wildcards.experiment, wildcards.pair, wildcards.testset)
 
     def truecased(self, wildcards: Any) -> list[str]:
-        return ["--truecased"] if self.corpora[self.corpus(wildcards)]["preprocess"]["truecase"] else []
+        return (
+            ["--truecased"]
+            if self.corpora[self.corpus(wildcards.experiment)]["preprocess"]["truecase"]
+            else []
+        )
 
     def adversarial_runs(self, wildcards: Any) -> dict[str, str]:
         folder = self.folder(wildcards.experiment, wildcards.pair, wildcards.variant)
         return {
             f"{randomised}_{seed}": f"{folder}/{wildcards.testset}.{randomised}.seed{seed}.json"
             for randomised in self.randomised(wildcards.experiment, wildcards.pair, wildcards.variant)
-            for seed in self.seeds
+            for seed in self.derangement_seeds
         }
 
     @staticmethod
@@ -389,7 +364,7 @@ class StudyPlan:
 
     # --- the attention figure -----------------------------------------------------------------------
     def attention_inputs(self, wildcards: Any) -> dict[str, str]:
-        corpus, pair, testset = self.corpus(wildcards), wildcards.pair, wildcards.testset
+        corpus, pair, testset = self.corpus(wildcards.experiment), wildcards.pair, wildcards.testset
         inputs = self.test_inputs(wildcards)
         inputs["target"] = bpe_file(corpus, pair, f"{testset}.{pair.split('-')[1]}")
         return inputs
@@ -437,10 +412,11 @@ class StudyPlan:
         return [arg for condition in conditions for arg in ("--condition", condition)]
 
     def table_notes(self, wildcards: Any) -> str:
+        seeds = self.derangement_seeds
         notes = (
             "BLEU and METEOR on lower-cased, Moses-normalised and tokenised text (`evaluate --preprocess "
             "multi30k`, the WMT multimodal evaluation). adv. BLEU (X): per training seed, the mean over "
-            f"{len(self.seeds)} derangement seeds ({', '.join(map(str, self.seeds))}) of BLEU with input X "
+            f"{len(seeds)} derangement seeds ({', '.join(map(str, seeds))}) of BLEU with input X "
             "of every test sentence replaced by another sentence's, then over the training seeds like "
             "every score; derangement sd (X): per training seed, the sample standard deviation over the "
             "derangement seeds (each training seed's in the CSV), averaged over the training seeds; "

@@ -2,7 +2,7 @@
 the decoding-speed measurement, and ``layer-aer`` on text tokenised with Moses' hyphen splitting.
 
 The rule passes what each table or figure is built from as a manifest (``--manifest FILE``,
-:mod:`nmtvariants.reporting.manifest`, from :class:`nmtvariants.studies.yang2020_workflow.Yang2020Workflow`):
+:mod:`nmtvariants.reporting.manifest`, from :class:`nmtvariants.studies.yang2020_plan.Yang2020Plan`):
 every entry names its system (experiment, pair, variant; the rest of
 :class:`nmtvariants.studies.yang2020.System` in its ``info``) and its files, so that the paths are
 decided in one place and the tables see exactly the files Snakemake tracked. Roles: ``scores`` (one

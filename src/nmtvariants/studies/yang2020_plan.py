@@ -2,9 +2,9 @@
 checkpoints and logs, their BPE'd data, and the manifests its table and figure commands read
 (:mod:`nmtvariants.reporting.manifest`).
 
-One object per resolved config (:class:`Yang2020Workflow`), so that the rule file holds rules only
-and every path is decided here, with the same run ids as ``rules/common.smk``
-(:func:`nmtvariants.config.training_runs`).
+One object per resolved config (:class:`Yang2020Plan`, a :class:`nmtvariants.studies.plan_base.StudyPlan`
+as every study's planner), so that the rule file holds rules only and every path is decided here,
+with the run ids of ``rules/common.smk`` (RUN_OF, from :func:`nmtvariants.config.training_runs`).
 
 An experiment with several ``seeds`` has one replica per seed (nmtvariants.config.replica_name): the
 BLEU tables read every replica and report mean ± sd over seeds; the per-layer analyses (probes, AER)
@@ -14,16 +14,18 @@ their notes and figure titles say so.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from nmtvariants.config import experiment_seeds, replica_name, training_runs
 from nmtvariants.errors import ConfigError
-from nmtvariants.layout import averaged_model, bpe_file, train_log
+from nmtvariants.layout import train_log
 from nmtvariants.reporting.manifest import Entry
+from nmtvariants.studies.plan_base import RunIndex, StudyPlan
 from nmtvariants.studies.yang2020 import (
     SIMPLIFIED,
     STANDARD,
+    STUDY,
     System,
     depth_systems,
     layout_systems,
@@ -64,17 +66,14 @@ TABLE_KINDS = {
 }
 
 
-class Yang2020Workflow:
+class Yang2020Plan(StudyPlan):
     """The study's systems in a resolved config and the paths of what the rules read and write."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.experiments = config.get("experiments", {})
-        self.corpora = config.get("corpora", {})
-        self.systems = study_systems(config)
-        self.seeds = {
-            system.experiment: experiment_seeds(config, system.experiment) for system in self.systems
-        }
-        self.run_of = {user: run.id for run in training_runs(config).values() for user in run.users}
+    study = STUDY
+
+    def __init__(self, config: Mapping[str, Any], run_of: RunIndex) -> None:
+        super().__init__(config, run_of)
+        self.systems = study_systems(dict(config))
         # Figures 3, 8, 10 are the base-size (or toy) models' as in the paper; big models are not probed
         self.probed = [
             s
@@ -83,12 +82,43 @@ class Yang2020Workflow:
         ]
         self.aligned = [s for s in self.systems if self.gold_set(s) is not None]
         entries = {
-            "table1_layouts": self.score_entries(layout_systems(self.systems)),
-            "table2_depth": self.score_entries(depth_systems(self.systems)),
+            "table1_layouts": self.system_scores(layout_systems(self.systems)),
+            "table2_depth": self.system_scores(depth_systems(self.systems)),
             "table4_simplified": self.simplified_entries(),
             "layer_aer": self.aer_entries(),
         }
-        self.tables = {name: value for name, value in entries.items() if value}
+        self.table_entries = {name: value for name, value in entries.items() if value}
+
+    # --- what the study builds -------------------------------------------------------------------
+
+    def tables(self) -> list[str]:
+        """Tables 1, 2 and 4 and the AER table, where they have rows."""
+        return [self.table_path(name) for name in self.table_entries]
+
+    def figures(self) -> dict[str, dict[str, Any]]:
+        """Figures 3, 8 and 10 (probes of a standard decoder) and 4-7 (AER of an aligned system), by
+        layer, with the first seed's models only."""
+        figures = {}
+        if any(s.layout == STANDARD for s in self.probed):
+            for figure, title in PROBE_FIGURES.items():
+                for side in ("source", "target"):
+                    figures[self.figure_path(f"{figure}_{side}")] = {
+                        "kind": "layers",
+                        "y": "perplexity",
+                        "group": "series",
+                        "title": f"{title} ({side}){self.analysis_note()}",
+                        "ylabel": f"{side} perplexity",
+                    }
+        if self.aligned:
+            for metric, label in (("aer", "AER"), ("coverage", "cumulative coverage")):
+                figures[self.figure_path(f"figs4_7_{metric}")] = {
+                    "kind": "layers",
+                    "y": metric,
+                    "group": "series",
+                    "title": f"Figs. 4-7: {label} of the SEM alignment{self.analysis_note()}",
+                    "ylabel": label,
+                }
+        return figures
 
     # --- systems and their files -----------------------------------------------------------------
 
@@ -98,50 +128,25 @@ class Yang2020Workflow:
                 return system
         raise ConfigError(f"{experiment}/{pair}/{variant}: not a system of a yang2020 experiment")
 
-    def corpus(self, system: System) -> str:
-        return self.experiments[system.experiment]["corpus"]
-
-    def replicas(self, system: System) -> list[tuple[int, str]]:
-        """(seed, result-folder name) of each of the system's training seeds, the first seed first."""
-        seeds = self.seeds[system.experiment]
-        return [(seed, replica_name(system.variant, seed, seeds)) for seed in seeds]
-
     def first_seed(self, system: System) -> int:
         """The seed whose model the per-layer analyses and the decoding-speed job read."""
-        return self.seeds[system.experiment][0]
+        return self.seeds(system.experiment)[0]
 
-    def analysis_note(self) -> str:
-        """A figure title's suffix for the per-layer analyses: " (seed N only)" where an experiment of
-        the study has several seeds (the analyses read the first), else nothing (one seed: as ever)."""
-        if all(len(seeds) == 1 for seeds in self.seeds.values()):
-            return ""
-        first = ", ".join(str(seed) for seed in dict.fromkeys(seeds[0] for seeds in self.seeds.values()))
-        return f" (seed {first} only)"
+    def model(self, system: System) -> str:
+        """The first seed's model (the variant's own run): what the analyses and the timing read."""
+        return self.checkpoint(system.experiment, system.pair, system.variant)
 
-    def run_id(self, system: System, replica: str | None = None) -> str:
-        """The run of a system's ``replica`` (default: its first seed's, the variant's own name)."""
-        return self.run_of[(system.experiment, system.pair, replica or system.variant)]
-
-    def checkpoint(self, system: System, replica: str | None = None) -> str:
-        average = self.experiments[system.experiment]["average_last"]
-        return averaged_model(self.run_id(system, replica), average)
-
-    def inputs(self, system: System) -> dict[str, Any]:
-        """The variant's extra inputs (``inputs.<variant>``): a derived corpus moves its BPE folder."""
-        return (self.experiments[system.experiment].get("inputs") or {}).get(system.variant) or {}
-
-    def bpe(self, system: System, split: str, side: str) -> str:
+    def text(self, system: System, split: str, side: str) -> str:
+        """A split's BPE'd source (``src``) or target side, of the corpus the variant trains on (a
+        derived corpus moves its BPE folder)."""
         lang = system.pair.split("-")[0 if side == "src" else 1]
-        return bpe_file(self.corpus(system), system.pair, f"{split}.{lang}", self.inputs(system))
+        return self.bpe(system.experiment, system.pair, f"{split}.{lang}", system.variant)
 
     def vocab(self, system: System) -> str:
-        return bpe_file(self.corpus(system), system.pair, "vocab.txt", self.inputs(system))
+        return self.bpe(system.experiment, system.pair, "vocab.txt", system.variant)
 
     def train_split(self, system: System) -> str:
-        return self.corpora[self.corpus(system)]["train"]
-
-    def testsets(self, system: System) -> list[str]:
-        return self.experiments[system.experiment]["evaluate"]["testsets"]
+        return self.corpora[self.corpus(system.experiment)]["train"]
 
     def evaluate(self, system: System, key: str) -> Any:
         return self.experiments[system.experiment]["evaluate"][key]
@@ -166,7 +171,7 @@ class Yang2020Workflow:
     def gold_set(self, system: System) -> str | None:
         """Where a system's AER comes from: its corpus's own gold (the first test set), the Hansards
         gold for an EN-FR pair, or None (no AER)."""
-        if self.corpus(system) in GOLD:
+        if self.corpus(system.experiment) in GOLD:
             return "own"
         return "hansards" if system.pair in HANSARDS_PAIRS else None
 
@@ -174,14 +179,14 @@ class Yang2020Workflow:
         """The model, the gold-aligned BPE'd pairs and their gold links; for Hansards also the gold's
         own tokens, against which every BPE'd line's word count is checked."""
         system = self.system(experiment, pair, variant)
-        inputs = {"checkpoint": self.checkpoint(system), "vocab": self.vocab(system)}
+        inputs = {"checkpoint": self.model(system), "vocab": self.vocab(system)}
         if self.gold_set(system) == "own":
-            test = self.testsets(system)[0]
+            test = self.testsets(system.experiment)[0]
             return {
                 **inputs,
-                "src": self.bpe(system, test, "src"),
-                "tgt": self.bpe(system, test, "tgt"),
-                "gold": GOLD[self.corpus(system)].format(testset=test, pair=pair),
+                "src": self.text(system, test, "src"),
+                "tgt": self.text(system, test, "tgt"),
+                "gold": GOLD[self.corpus(system.experiment)].format(testset=test, pair=pair),
             }
         src, tgt = pair.split("-")
         return {
@@ -213,7 +218,7 @@ class Yang2020Workflow:
 
     def gold_chained(self, system: System, lang: str) -> str:
         """The Hansards text of ``lang`` through the chain of the system's corpus and pair."""
-        return f"data/{self.corpus(system)}/{system.pair}/gold_{HANSARDS}/test.{lang}"
+        return f"data/{self.corpus(system.experiment)}/{system.pair}/gold_{HANSARDS}/test.{lang}"
 
     def preprocess(self, corpus: str) -> dict[str, Any]:
         """The corpus's preprocessing settings (what TrainedChain replays)."""
@@ -222,24 +227,24 @@ class Yang2020Workflow:
     def probe_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
         """The model, and the training pairs the probes learn from and the test pairs they report on."""
         system = self.system(experiment, pair, variant)
-        split, test = self.train_split(system), self.testsets(system)[0]
+        split, test = self.train_split(system), self.testsets(system.experiment)[0]
         return {
-            "checkpoint": self.checkpoint(system),
+            "checkpoint": self.model(system),
             "vocab": self.vocab(system),
-            "source": self.bpe(system, split, "src"),
-            "target": self.bpe(system, split, "tgt"),
-            "test_source": self.bpe(system, test, "src"),
-            "test_target": self.bpe(system, test, "tgt"),
+            "source": self.text(system, split, "src"),
+            "target": self.text(system, split, "tgt"),
+            "test_source": self.text(system, test, "src"),
+            "test_target": self.text(system, test, "tgt"),
         }
 
     def speed_inputs(self, experiment: str, pair: str) -> dict[str, str]:
         """Both decoders' checkpoints and the test source they are timed on."""
         standard, simplified = self.speed_pair(experiment, pair)
         return {
-            "standard": self.checkpoint(standard),
-            "simplified": self.checkpoint(simplified),
+            "standard": self.model(standard),
+            "simplified": self.model(simplified),
             "vocab": self.vocab(standard),
-            "source": self.bpe(standard, self.testsets(standard)[0], "src"),
+            "source": self.text(standard, self.testsets(standard.experiment)[0], "src"),
         }
 
     def speed_pair(self, experiment: str, pair: str) -> tuple[System, System]:
@@ -250,22 +255,13 @@ class Yang2020Workflow:
 
     # --- what the table and figure commands read ---------------------------------------------------
 
-    def score_entries(self, systems: list[System]) -> list[Entry]:
-        """One entry per system, training seed and test set: the replica's score file."""
-        return [
-            Entry(
-                {"scores": f"results/{s.experiment}/{s.pair}/{replica}/{testset}.scores.json"},
-                s.experiment,
-                s.pair,
-                s.variant,
-                seed,
-                testset,
-                info=system_info(s),
-            )
-            for s in systems
-            for seed, replica in self.replicas(s)
-            for testset in self.testsets(s)
-        ]
+    def system_scores(self, systems: list[System]) -> list[Entry]:
+        """One entry per system, training seed and test set: the replica's score file, with the
+        system's layout, size and depth."""
+        return self.score_entries(
+            ((s.experiment, s.pair, s.variant) for s in systems),
+            lambda experiment, pair, variant: system_info(self.system(experiment, pair, variant)),
+        )
 
     def simplified_entries(self) -> list[Entry]:
         """Table 4's entries: each replica's scores, checkpoint and training log, and the decoding
@@ -274,12 +270,14 @@ class Yang2020Workflow:
         for standard, simplified in simplified_pairs(self.systems):
             speed = f"results/yang2020/{standard.experiment}/{standard.pair}/decode_speed.json"
             for system in (standard, simplified):
-                replicas = dict(self.replicas(system))
-                for entry in self.score_entries([system]):
-                    run = self.run_id(system, replicas[entry.seed])
+                replicas = {
+                    r.seed: r.name for r in self.replicas(system.experiment, system.pair, system.variant)
+                }
+                for entry in self.system_scores([system]):
+                    run = self.run_id(system.experiment, system.pair, replicas[entry.seed])
                     files = {
                         **entry.files,
-                        "checkpoint": self.checkpoint(system, replicas[entry.seed]),
+                        "checkpoint": self.checkpoint(system.experiment, system.pair, replicas[entry.seed]),
                         "train_log": train_log(run),
                         "decode_speed": speed,
                     }
@@ -299,8 +297,8 @@ class Yang2020Workflow:
                 info={
                     **system_info(s),
                     "gold": self.gold_set(s),
-                    "corpus": self.corpus(s),
-                    "seeds": self.seeds[s.experiment],
+                    "corpus": self.corpus(s.experiment),
+                    "seeds": self.seeds(s.experiment),
                 },
             )
             for s in self.aligned

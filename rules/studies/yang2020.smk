@@ -24,9 +24,10 @@
 # every line's word count is checked against the gold's tokens. Other corpora get no AER (WMT
 # EN-DE: the RWTH gold is licence-gated; see experiments/yang2020.yaml).
 #
-# Seeds: Tables 1, 2 and 4 read every replica of an experiment with `seeds:` (mean ± sd over seeds);
-# the probes, the layer AER and the decoding speed run on each system's first seed only (the variant's
-# own folder), and the AER table's note and the figures' titles say "seed N only".
+# Seeds: Tables 1, 2 and 4 and the layer AER (table and Figs. 4-7) read every replica of an experiment
+# with `seeds:` (mean ± sd over seeds; rule yang2020_layer_aer's {variant} serves each replica's folder);
+# the probes and the decoding speed run on each system's first seed only (the variant's own folder),
+# and the probe figures' titles say "seed N only".
 import json
 import os
 
@@ -84,10 +85,10 @@ rule yang2020_layer_aer:
     resources:
         mem_mb=4000,
         runtime=60,
-        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        gpu=lambda wc: YANG.gpus(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
     params:
         gold=lambda wc: YANG.aer_options(wc.experiment, wc.pair, wc.variant),
-        device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        device=lambda wc: YANG.device(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
     shell:
         launch(
             "yang2020-layer-aer --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
@@ -247,7 +248,7 @@ rule yang2020_probe_figures:
 
 rule yang2020_aer_figures:
     input:
-        manifest_files(lambda wc: YANG.figure_entries(YANG.aligned, "layer_aer")),
+        manifest_files(lambda wc: YANG.aer_entries()),
     output:
         [
             f"results/figures/yang2020/figs4_7_{metric}.csv"
@@ -263,9 +264,7 @@ rule yang2020_aer_figures:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=manifest_text(
-            lambda wc: YANG.figure_entries(YANG.aligned, "layer_aer")
-        ),
+        manifest=manifest_text(lambda wc: YANG.aer_entries()),
     shell:
         with_manifest(
             "nmtvariants yang2020-figure-data --kind aer --manifest {log.manifest:q}"

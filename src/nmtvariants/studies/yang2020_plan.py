@@ -96,8 +96,8 @@ class Yang2020Plan(StudyPlan):
         return [self.table_path(name) for name in self.table_entries]
 
     def figures(self) -> dict[str, dict[str, Any]]:
-        """Figures 3, 8 and 10 (probes of a standard decoder) and 4-7 (AER of an aligned system), by
-        layer, with the first seed's models only."""
+        """Figures 3, 8 and 10 (probes of a standard decoder, the first seed's models only) and 4-7 (AER
+        of an aligned system, mean ± sd over its seeds), by layer."""
         figures = {}
         if any(s.layout == STANDARD for s in self.probed):
             for figure, title in PROBE_FIGURES.items():
@@ -115,7 +115,7 @@ class Yang2020Plan(StudyPlan):
                     "kind": "layers",
                     "y": metric,
                     "group": "series",
-                    "title": f"Figs. 4-7: {label} of the SEM alignment{self.analysis_note()}",
+                    "title": f"Figs. 4-7: {label} of the SEM alignment",
                     "ylabel": label,
                 }
         return figures
@@ -175,11 +175,17 @@ class Yang2020Plan(StudyPlan):
             return "own"
         return "hansards" if system.pair in HANSARDS_PAIRS else None
 
-    def aer_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
-        """The model, the gold-aligned BPE'd pairs and their gold links; for Hansards also the gold's
-        own tokens, against which every BPE'd line's word count is checked."""
-        system = self.system(experiment, pair, variant)
-        inputs = {"checkpoint": self.model(system), "vocab": self.vocab(system)}
+    def replica_system(self, experiment: str, pair: str, name: str) -> System:
+        """The system a result folder's name stands for: a variant, or one of its replicas
+        (``<variant>-seed<N>``), which every per-seed analysis rule serves through its ``{variant}``."""
+        return self.system(experiment, pair, self.variant_of(experiment, name))
+
+    def aer_inputs(self, experiment: str, pair: str, name: str) -> dict[str, str]:
+        """The model of one replica (``name``: a variant or ``<variant>-seed<N>``), the gold-aligned
+        BPE'd pairs and their gold links; for Hansards also the gold's own tokens, against which every
+        BPE'd line's word count is checked."""
+        system = self.replica_system(experiment, pair, name)
+        inputs = {"checkpoint": self.checkpoint(experiment, pair, name), "vocab": self.vocab(system)}
         if self.gold_set(system) == "own":
             test = self.testsets(system.experiment)[0]
             return {
@@ -198,13 +204,13 @@ class Yang2020Plan(StudyPlan):
             "tgt_words": f"{HANSARDS_RAW}/test.orig.{tgt}",
         }
 
-    def aer_options(self, experiment: str, pair: str, variant: str) -> list[str]:
+    def aer_options(self, experiment: str, pair: str, name: str) -> list[str]:
         """yang2020-layer-aer's gold format flags: Pharaoh for a corpus's own gold, talp (reversed for
         FR-EN) with the word-count check for Hansards."""
-        system = self.system(experiment, pair, variant)
+        system = self.replica_system(experiment, pair, name)
         if self.gold_set(system) == "own":
             return []
-        inputs = self.aer_inputs(experiment, pair, variant)
+        inputs = self.aer_inputs(experiment, pair, name)
         reverse = ["--reverse-gold"] if HANSARDS_PAIRS[pair] else []
         return [
             "--format",
@@ -285,23 +291,20 @@ class Yang2020Plan(StudyPlan):
         return entries
 
     def aer_entries(self) -> list[Entry]:
-        """The AER-per-layer table: every aligned system's layer_aer.csv (of its first seed's model),
-        its gold set and corpus, the seed analysed and the experiment's seeds."""
+        """The AER-per-layer table and Figures 4-7: every replica (training seed) of every aligned
+        system, its layer_aer.csv, gold set and corpus; the table and the figures give the mean ± sd
+        over the seeds."""
         return [
             Entry(
-                {"layer_aer": f"{self.folder(s)}/layer_aer.csv"},
+                {"layer_aer": f"results/yang2020/{s.experiment}/{s.pair}/{replica.name}/layer_aer.csv"},
                 s.experiment,
                 s.pair,
                 s.variant,
-                self.first_seed(s),
-                info={
-                    **system_info(s),
-                    "gold": self.gold_set(s),
-                    "corpus": self.corpus(s.experiment),
-                    "seeds": self.seeds(s.experiment),
-                },
+                replica.seed,
+                info={**system_info(s), "gold": self.gold_set(s), "corpus": self.corpus(s.experiment)},
             )
             for s in self.aligned
+            for replica in self.replicas(s.experiment, s.pair, s.variant)
         ]
 
     def figure_entries(self, systems: list[System], role: str) -> list[Entry]:

@@ -562,6 +562,20 @@ def test_figure_10_draws_both_decoders():
     ]
 
 
+def test_a_systems_replicas_share_its_line_so_the_figure_draws_their_mean_and_band(tmp_path):
+    """Two seeds of the standard decoder: their rows carry the same series name as one seed's would
+    (the figure averages rows of one series and layer); so do their AER rows."""
+    second = probe_frame([("source", 1, "IFM", 10.0)])
+    probes = [(system("standard"), PROBES_STANDARD), (system("standard"), second)]
+    rows = probe_figure_rows("fig3", "source", probes)
+    assert [row for row in rows if row["layer"] == 1 and row["series"] == "IFM"] == [
+        {"layer": 1, "perplexity": 8.0, "series": "IFM"},
+        {"layer": 1, "perplexity": 10.0, "series": "IFM"},
+    ]
+    tables = [(system("standard"), layer_csv(tmp_path / f"{k}.csv", [0.6 - k / 10])) for k in range(2)]
+    assert {row["series"] for row in aer_figure_rows("aer", tables)} == {"standard"}
+
+
 def test_figures_4_to_7_name_layouts_and_depths(tmp_path):
     tables = []
     for name, depth, values in (
@@ -820,25 +834,34 @@ def test_with_three_seeds_each_table_reads_three_replicas_per_variant(table):
     )
 
 
-def test_with_three_seeds_the_layer_aer_runs_on_every_replica():
-    """experiments/yang2020.yaml's seeds 1-3: one yang2020_layer_aer job per replica of each aligned
-    system (each reading its own seed's model), all of them in the AER figures' manifest, and the
-    figure's title claims no single seed."""
-    jobs = plan("results/figures/yang2020/figs4_7_aer.png", "--configfile", "experiments/yang2020.yaml")
-    aer = [job for job in jobs if job["rule"] == "yang2020_layer_aer"]
+@pytest.mark.parametrize(
+    ("figure", "rule", "data"),
+    [
+        ("figs4_7_aer", "yang2020_layer_aer", "yang2020_aer_figures"),
+        ("fig3_source", "yang2020_probes", "yang2020_probe_figures"),
+    ],
+)
+def test_with_three_seeds_the_per_layer_analyses_run_on_every_replica(figure, rule, data):
+    """experiments/yang2020.yaml's seeds 1-3: one analysis job per replica of each analysed system
+    (each reading its own seed's model), all of them in the figure data's manifest, and the figure's
+    title claims no single seed."""
+    jobs = plan(f"results/figures/yang2020/{figure}.png", "--configfile", "experiments/yang2020.yaml")
+    analyses = [job for job in jobs if job["rule"] == rule]
     folders = Counter(  # (experiment, pair, variant) of each job's folder
-        tuple(Path(job["output"]).parts[2:4]) + (Path(job["output"]).parent.name.split("-seed")[0],)
-        for job in aer
+        (*Path(job["output"]).parts[2:4], Path(job["output"]).parent.name.split("-seed")[0])
+        for job in analyses
     )
     assert folders and set(folders.values()) == {3}
-    models = {next(path for path in job["input"].split(", ") if path.endswith(".pt")) for job in aer}
-    assert len(models) == len(aer)  # every replica reads its own seed's model
-    (data,) = [job for job in jobs if job["rule"] == "yang2020_aer_figures"]
-    entries = planned_manifest(data["shell"])
+    models = {next(path for path in job["input"].split(", ") if path.endswith(".pt")) for job in analyses}
+    assert len(models) == len(analyses)  # every replica reads its own seed's model
+    (figure_data,) = [job for job in jobs if job["rule"] == data]
+    entries = planned_manifest(figure_data["shell"])
     assert sorted(entry["seed"] for entry in entries) == sorted([1, 2, 3] * len(folders))
-    assert {entry["files"]["layer_aer"] for entry in entries} == {job["output"] for job in aer}
-    (figure,) = [job for job in jobs if job["rule"] == "figure"]
-    assert "seed 1 only" not in figure["shell"]
+    assert {file for entry in entries for file in entry["files"].values()} == {
+        job["output"] for job in analyses
+    }
+    (drawn,) = [job for job in jobs if job["rule"] == "figure"]
+    assert "seed 1 only" not in drawn["shell"]
 
 
 def uncommented_switch() -> dict:

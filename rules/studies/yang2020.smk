@@ -24,10 +24,10 @@
 # every line's word count is checked against the gold's tokens. Other corpora get no AER (WMT
 # EN-DE: the RWTH gold is licence-gated; see experiments/yang2020.yaml).
 #
-# Seeds: Tables 1, 2 and 4 and the layer AER (table and Figs. 4-7) read every replica of an experiment
-# with `seeds:` (mean ± sd over seeds; rule yang2020_layer_aer's {variant} serves each replica's folder);
-# the probes and the decoding speed run on each system's first seed only (the variant's own folder),
-# and the probe figures' titles say "seed N only".
+# Seeds: Tables 1, 2 and 4, the reconstruction probes (Figs. 3, 8, 10) and the layer AER (table and
+# Figs. 4-7) read every replica of an experiment with `seeds:` (mean ± sd over seeds; the {variant} of
+# rules yang2020_probes and yang2020_layer_aer serves each replica's folder); the decoding speed is
+# timed on each system's first seed (every seed has the same architecture).
 import json
 import os
 
@@ -57,12 +57,14 @@ rule yang2020_probes:
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        gpu=lambda wc: YANG.gpus(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
     params:
         caps=lambda wc: YANG.probe_options(
-            YANG.system(wc.experiment, wc.pair, wc.variant)
+            YANG.replica_system(wc.experiment, wc.pair, wc.variant)
         ),
-        device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        device=lambda wc: YANG.device(
+            YANG.replica_system(wc.experiment, wc.pair, wc.variant)
+        ),
     shell:
         launch(
             "reconstruction-probes --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
@@ -221,7 +223,7 @@ rule yang2020_table:
 
 rule yang2020_probe_figures:
     input:
-        manifest_files(lambda wc: YANG.figure_entries(YANG.probed, "probes")),
+        manifest_files(lambda wc: YANG.replica_entries(YANG.probed, "probes")),
     output:
         [
             f"results/figures/yang2020/{figure}_{side}.csv"
@@ -238,7 +240,7 @@ rule yang2020_probe_figures:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=manifest_text(lambda wc: YANG.figure_entries(YANG.probed, "probes")),
+        manifest=manifest_text(lambda wc: YANG.replica_entries(YANG.probed, "probes")),
     shell:
         with_manifest(
             "nmtvariants yang2020-figure-data --kind probes --manifest {log.manifest:q}"

@@ -371,13 +371,15 @@ def probe_figure_rows(
     """The long CSV rows of Figure 3, 8 or 10 for one reconstructed ``side`` (source/target).
 
     Figures 3 and 8 draw the standard decoders, one line per module; Figure 10 draws the standard
-    and the simplified decoders, one line per (variant, module)."""
+    and the simplified decoders, one line per (variant, module). A system's several replicas (one
+    ``probes`` frame per training seed) give several rows of one line, which the figure draws as their
+    mean with a ± sd band."""
     if figure not in FIGURE_MODULES:
         raise ConfigError(f"figure {figure!r}: one of {', '.join(FIGURE_MODULES)}")
     modules = FIGURE_MODULES[figure]
     layouts = (STANDARD, SIMPLIFIED) if figure == "fig10" else (STANDARD,)
     drawn = [(s, f) for s, f in probes if s.layout in layouts]
-    systems = [s for s, _ in drawn]
+    systems = list(dict.fromkeys(s for s, _ in drawn))
     rows = []
     for system, frame in drawn:
         label = system_label(system, systems)
@@ -393,8 +395,9 @@ def probe_figure_rows(
 
 def aer_figure_rows(metric: str, tables: Sequence[tuple[System, PathLike]]) -> list[dict[str, Any]]:
     """Figures 4-7: ``metric`` (``aer`` or ``coverage``) per decoder layer from ``layer-aer`` CSVs,
-    one line per system (its variant; depth named when the systems' depths differ)."""
-    systems = [s for s, _ in tables]
+    one line per system (its variant; depth named when the systems' depths differ), its replicas'
+    rows on that line (drawn as their mean with a ± sd band)."""
+    systems = list(dict.fromkeys(s for s, _ in tables))
     depths = {s.decoder_layers for s in systems}
     rows = []
     for system, path in tables:

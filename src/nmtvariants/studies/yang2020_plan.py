@@ -14,7 +14,7 @@ their notes and figure titles say so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -96,8 +96,8 @@ class Yang2020Plan(StudyPlan):
         return [self.table_path(name) for name in self.table_entries]
 
     def figures(self) -> dict[str, dict[str, Any]]:
-        """Figures 3, 8 and 10 (probes of a standard decoder, the first seed's models only) and 4-7 (AER
-        of an aligned system, mean ± sd over its seeds), by layer."""
+        """Figures 3, 8 and 10 (probes of a standard decoder) and 4-7 (AER of an aligned system), by
+        layer, each line the mean over the system's seeds with a ± sd band."""
         figures = {}
         if any(s.layout == STANDARD for s in self.probed):
             for figure, title in PROBE_FIGURES.items():
@@ -106,7 +106,7 @@ class Yang2020Plan(StudyPlan):
                         "kind": "layers",
                         "y": "perplexity",
                         "group": "series",
-                        "title": f"{title} ({side}){self.analysis_note()}",
+                        "title": f"{title} ({side})",
                         "ylabel": f"{side} perplexity",
                     }
         if self.aligned:
@@ -128,12 +128,8 @@ class Yang2020Plan(StudyPlan):
                 return system
         raise ConfigError(f"{experiment}/{pair}/{variant}: not a system of a yang2020 experiment")
 
-    def first_seed(self, system: System) -> int:
-        """The seed whose model the per-layer analyses and the decoding-speed job read."""
-        return self.seeds(system.experiment)[0]
-
     def model(self, system: System) -> str:
-        """The first seed's model (the variant's own run): what the analyses and the timing read."""
+        """The first seed's model (the variant's own run): what the decoding-speed timing reads."""
         return self.checkpoint(system.experiment, system.pair, system.variant)
 
     def text(self, system: System, split: str, side: str) -> str:
@@ -230,12 +226,13 @@ class Yang2020Plan(StudyPlan):
         """The corpus's preprocessing settings (what TrainedChain replays)."""
         return dict(self.corpora[corpus].get("preprocess") or {})
 
-    def probe_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
-        """The model, and the training pairs the probes learn from and the test pairs they report on."""
-        system = self.system(experiment, pair, variant)
+    def probe_inputs(self, experiment: str, pair: str, name: str) -> dict[str, str]:
+        """The model of one replica (``name``: a variant or ``<variant>-seed<N>``), and the training
+        pairs the probes learn from and the test pairs they report on."""
+        system = self.replica_system(experiment, pair, name)
         split, test = self.train_split(system), self.testsets(system.experiment)[0]
         return {
-            "checkpoint": self.model(system),
+            "checkpoint": self.checkpoint(experiment, pair, name),
             "vocab": self.vocab(system),
             "source": self.text(system, split, "src"),
             "target": self.text(system, split, "tgt"),
@@ -294,24 +291,24 @@ class Yang2020Plan(StudyPlan):
         """The AER-per-layer table and Figures 4-7: every replica (training seed) of every aligned
         system, its layer_aer.csv, gold set and corpus; the table and the figures give the mean ± sd
         over the seeds."""
+        return self.replica_entries(
+            self.aligned, "layer_aer", gold=self.gold_set, corpus=lambda s: self.corpus(s.experiment)
+        )
+
+    def replica_entries(
+        self, systems: list[System], role: str, **info: Callable[[System], Any]
+    ) -> list[Entry]:
+        """The per-layer CSVs (``probes`` or ``layer_aer``) of every replica (training seed) of each
+        system, with the system's fields and ``info`` (name -> its value for a system) in the info."""
         return [
             Entry(
-                {"layer_aer": f"results/yang2020/{s.experiment}/{s.pair}/{replica.name}/layer_aer.csv"},
+                {role: f"results/yang2020/{s.experiment}/{s.pair}/{replica.name}/{role}.csv"},
                 s.experiment,
                 s.pair,
                 s.variant,
                 replica.seed,
-                info={**system_info(s), "gold": self.gold_set(s), "corpus": self.corpus(s.experiment)},
-            )
-            for s in self.aligned
-            for replica in self.replicas(s.experiment, s.pair, s.variant)
-        ]
-
-    def figure_entries(self, systems: list[System], role: str) -> list[Entry]:
-        """A figure's per-layer CSVs (``probes`` or ``layer_aer``) of each system's first seed."""
-        return [
-            Entry(
-                {role: f"{self.folder(s)}/{role}.csv"}, s.experiment, s.pair, s.variant, info=system_info(s)
+                info={**system_info(s), **{name: value(s) for name, value in info.items()}},
             )
             for s in systems
+            for replica in self.replicas(s.experiment, s.pair, s.variant)
         ]

@@ -341,19 +341,39 @@ def test_the_table_command_gives_mean_sd_and_n_over_seeds_and_says_1_seed_for_on
     assert "1 seed (1)" in text and "±" not in text.split("\n\n")[1]  # the table itself
 
 
-def test_the_aer_table_says_which_seed_was_analysed(tmp_path):
-    entry = {"system": system("standard").__dict__, "csv": str(layer_csv(tmp_path / "a.csv", [0.6, 0.4])),
-             "gold": "own", "corpus": "toyworld", "seed": 1, "seeds": [1, 2, 3]}  # fmt: skip
+def test_the_aer_table_gives_each_layer_the_mean_and_sd_over_the_seeds(tmp_path):
+    """Three replicas' layer-aer CSVs: each layer's AER and coverage is their mean with the sample sd
+    (checked against ``statistics``), n is 3, the CSV keeps each seed's value; one seed says so."""
+    aers = {1: [0.6, 0.4], 2: [0.5, 0.45], 3: [0.7, 0.3]}
+    entries = [
+        {
+            "system": system("standard").__dict__,
+            "csv": str(layer_csv(tmp_path / f"s{seed}.csv", values)),
+            "gold": "own",
+            "corpus": "toyworld",
+            "seed": seed,
+        }
+        for seed, values in aers.items()
+    ]
     out = tmp_path / "layer_aer.md"
-
-    def aer_table(entry: dict, name: str) -> str:
-        args = ["yang2020-table", "--kind", "aer", "--manifest", manifest(tmp_path / name, [entry])]
-        assert main([*args, "--out", str(out)]) == 0
-        return out.read_text(encoding="utf-8")
-
-    assert "Seed 1 only" in aer_table(entry, "m.json")
-    text = aer_table({**entry, "seeds": [1]}, "m1.json")
-    assert "1 seed (1)" in text and "Seed 1 only" not in text
+    args = ["yang2020-table", "--kind", "aer", "--out", str(out)]
+    assert main([*args, "--manifest", manifest(tmp_path / "m.json", entries)]) == 0
+    rows = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+    assert [row["layer"] for row in rows] == [1, 2] and {row["n"] for row in rows} == {3}
+    for layer, row in enumerate(rows):
+        values = [aers[seed][layer] for seed in (1, 2, 3)]
+        assert row["AER"] == pytest.approx(statistics.mean(values))
+        assert row["AER sd"] == pytest.approx(statistics.stdev(values))
+        assert [row[f"AER seed {seed}"] for seed in (1, 2, 3)] == pytest.approx(values)
+        assert row["cumulative coverage"] == pytest.approx(0.1 * (layer + 1))
+    text = out.read_text(encoding="utf-8")
+    assert "over 3 seeds (1, 2, 3)" in text
+    assert (
+        f"{statistics.mean(aers[s][0] for s in aers):.2f} ± {statistics.stdev(aers[s][0] for s in aers):.2f}"
+        in text
+    )
+    assert main([*args, "--manifest", manifest(tmp_path / "m1.json", entries[:1])]) == 0
+    assert "1 seed (1)" in out.read_text(encoding="utf-8")
 
 
 def test_tables_carry_their_deviations_from_the_paper_and_no_others(tmp_path):
@@ -540,6 +560,20 @@ def test_figure_10_draws_both_decoders():
         {"layer": 1, "perplexity": 9.5, "series": "simplified TEM"},
         {"layer": 1, "perplexity": 7.5, "series": "simplified IFM"},
     ]
+
+
+def test_a_systems_replicas_share_its_line_so_the_figure_draws_their_mean_and_band(tmp_path):
+    """Two seeds of the standard decoder: their rows carry the same series name as one seed's would
+    (the figure averages rows of one series and layer); so do their AER rows."""
+    second = probe_frame([("source", 1, "IFM", 10.0)])
+    probes = [(system("standard"), PROBES_STANDARD), (system("standard"), second)]
+    rows = probe_figure_rows("fig3", "source", probes)
+    assert [row for row in rows if row["layer"] == 1 and row["series"] == "IFM"] == [
+        {"layer": 1, "perplexity": 8.0, "series": "IFM"},
+        {"layer": 1, "perplexity": 10.0, "series": "IFM"},
+    ]
+    tables = [(system("standard"), layer_csv(tmp_path / f"{k}.csv", [0.6 - k / 10])) for k in range(2)]
+    assert {row["series"] for row in aer_figure_rows("aer", tables)} == {"standard"}
 
 
 def test_figures_4_to_7_name_layouts_and_depths(tmp_path):
@@ -800,12 +834,34 @@ def test_with_three_seeds_each_table_reads_three_replicas_per_variant(table):
     )
 
 
-def test_with_three_seeds_the_analyses_stay_on_the_first_seed_and_say_so():
-    jobs = plan("results/figures/yang2020/figs4_7_aer.png", "--configfile", "experiments/yang2020.yaml")
-    aer = [job for job in jobs if job["rule"] == "yang2020_layer_aer"]
-    assert aer and all("-seed" not in job["output"] for job in aer)
-    (figure,) = [job for job in jobs if job["rule"] == "figure"]
-    assert "(seed 1 only)" in figure["shell"]
+@pytest.mark.parametrize(
+    ("figure", "rule", "data"),
+    [
+        ("figs4_7_aer", "yang2020_layer_aer", "yang2020_aer_figures"),
+        ("fig3_source", "yang2020_probes", "yang2020_probe_figures"),
+    ],
+)
+def test_with_three_seeds_the_per_layer_analyses_run_on_every_replica(figure, rule, data):
+    """experiments/yang2020.yaml's seeds 1-3: one analysis job per replica of each analysed system
+    (each reading its own seed's model), all of them in the figure data's manifest, and the figure's
+    title claims no single seed."""
+    jobs = plan(f"results/figures/yang2020/{figure}.png", "--configfile", "experiments/yang2020.yaml")
+    analyses = [job for job in jobs if job["rule"] == rule]
+    folders = Counter(  # (experiment, pair, variant) of each job's folder
+        (*Path(job["output"]).parts[2:4], Path(job["output"]).parent.name.split("-seed")[0])
+        for job in analyses
+    )
+    assert folders and set(folders.values()) == {3}
+    models = {next(path for path in job["input"].split(", ") if path.endswith(".pt")) for job in analyses}
+    assert len(models) == len(analyses)  # every replica reads its own seed's model
+    (figure_data,) = [job for job in jobs if job["rule"] == data]
+    entries = planned_manifest(figure_data["shell"])
+    assert sorted(entry["seed"] for entry in entries) == sorted([1, 2, 3] * len(folders))
+    assert {file for entry in entries for file in entry["files"].values()} == {
+        job["output"] for job in analyses
+    }
+    (drawn,) = [job for job in jobs if job["rule"] == "figure"]
+    assert "seed 1 only" not in drawn["shell"]
 
 
 def uncommented_switch() -> dict:
@@ -1040,4 +1096,5 @@ def test_the_multi30k_config_scores_the_enfr_model_on_hansards_and_shares_the_en
         )
     )
     assert rules["yang2020_hansards_download"] == 1 and rules["yang2020_gold_chain"] == 2
-    assert rules["train"] == 1 and rules["yang2020_layer_aer"] == 1 and rules["yang2020_table"] == 1
+    # the EN-FR model's three seeds: each is trained and aligned, one table over them
+    assert rules["train"] == 3 and rules["yang2020_layer_aer"] == 3 and rules["yang2020_table"] == 1

@@ -24,9 +24,10 @@
 # every line's word count is checked against the gold's tokens. Other corpora get no AER (WMT
 # EN-DE: the RWTH gold is licence-gated; see experiments/yang2020.yaml).
 #
-# Seeds: Tables 1, 2 and 4 read every replica of an experiment with `seeds:` (mean ± sd over seeds);
-# the probes, the layer AER and the decoding speed run on each system's first seed only (the variant's
-# own folder), and the AER table's note and the figures' titles say "seed N only".
+# Seeds: Tables 1, 2 and 4, the reconstruction probes (Figs. 3, 8, 10) and the layer AER (table and
+# Figs. 4-7) read every replica of an experiment with `seeds:` (mean ± sd over seeds; the {variant} of
+# rules yang2020_probes and yang2020_layer_aer serves each replica's folder); the decoding speed is
+# timed on each system's first seed (every seed has the same architecture).
 import json
 import os
 
@@ -56,12 +57,14 @@ rule yang2020_probes:
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        gpu=lambda wc: YANG.gpus(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
     params:
         caps=lambda wc: YANG.probe_options(
-            YANG.system(wc.experiment, wc.pair, wc.variant)
+            YANG.replica_system(wc.experiment, wc.pair, wc.variant)
         ),
-        device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        device=lambda wc: YANG.device(
+            YANG.replica_system(wc.experiment, wc.pair, wc.variant)
+        ),
     shell:
         launch(
             "reconstruction-probes --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
@@ -84,10 +87,10 @@ rule yang2020_layer_aer:
     resources:
         mem_mb=4000,
         runtime=60,
-        gpu=lambda wc: YANG.gpus(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        gpu=lambda wc: YANG.gpus(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
     params:
         gold=lambda wc: YANG.aer_options(wc.experiment, wc.pair, wc.variant),
-        device=lambda wc: YANG.device(YANG.system(wc.experiment, wc.pair, wc.variant)),
+        device=lambda wc: YANG.device(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
     shell:
         launch(
             "yang2020-layer-aer --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"
@@ -220,7 +223,7 @@ rule yang2020_table:
 
 rule yang2020_probe_figures:
     input:
-        manifest_files(lambda wc: YANG.figure_entries(YANG.probed, "probes")),
+        manifest_files(lambda wc: YANG.replica_entries(YANG.probed, "probes")),
     output:
         [
             f"results/figures/yang2020/{figure}_{side}.csv"
@@ -237,7 +240,7 @@ rule yang2020_probe_figures:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=manifest_text(lambda wc: YANG.figure_entries(YANG.probed, "probes")),
+        manifest=manifest_text(lambda wc: YANG.replica_entries(YANG.probed, "probes")),
     shell:
         with_manifest(
             "nmtvariants yang2020-figure-data --kind probes --manifest {log.manifest:q}"
@@ -247,7 +250,7 @@ rule yang2020_probe_figures:
 
 rule yang2020_aer_figures:
     input:
-        manifest_files(lambda wc: YANG.figure_entries(YANG.aligned, "layer_aer")),
+        manifest_files(lambda wc: YANG.aer_entries()),
     output:
         [
             f"results/figures/yang2020/figs4_7_{metric}.csv"
@@ -263,9 +266,7 @@ rule yang2020_aer_figures:
         mem_mb=1000,
         runtime=10,
     params:
-        manifest=manifest_text(
-            lambda wc: YANG.figure_entries(YANG.aligned, "layer_aer")
-        ),
+        manifest=manifest_text(lambda wc: YANG.aer_entries()),
     shell:
         with_manifest(
             "nmtvariants yang2020-figure-data --kind aer --manifest {log.manifest:q}"

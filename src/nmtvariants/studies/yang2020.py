@@ -371,13 +371,15 @@ def probe_figure_rows(
     """The long CSV rows of Figure 3, 8 or 10 for one reconstructed ``side`` (source/target).
 
     Figures 3 and 8 draw the standard decoders, one line per module; Figure 10 draws the standard
-    and the simplified decoders, one line per (variant, module)."""
+    and the simplified decoders, one line per (variant, module). A system's several replicas (one
+    ``probes`` frame per training seed) give several rows of one line, which the figure draws as their
+    mean with a ± sd band."""
     if figure not in FIGURE_MODULES:
         raise ConfigError(f"figure {figure!r}: one of {', '.join(FIGURE_MODULES)}")
     modules = FIGURE_MODULES[figure]
     layouts = (STANDARD, SIMPLIFIED) if figure == "fig10" else (STANDARD,)
     drawn = [(s, f) for s, f in probes if s.layout in layouts]
-    systems = [s for s, _ in drawn]
+    systems = list(dict.fromkeys(s for s, _ in drawn))
     rows = []
     for system, frame in drawn:
         label = system_label(system, systems)
@@ -393,8 +395,9 @@ def probe_figure_rows(
 
 def aer_figure_rows(metric: str, tables: Sequence[tuple[System, PathLike]]) -> list[dict[str, Any]]:
     """Figures 4-7: ``metric`` (``aer`` or ``coverage``) per decoder layer from ``layer-aer`` CSVs,
-    one line per system (its variant; depth named when the systems' depths differ)."""
-    systems = [s for s, _ in tables]
+    one line per system (its variant; depth named when the systems' depths differ), its replicas'
+    rows on that line (drawn as their mean with a ± sd band)."""
+    systems = list(dict.fromkeys(s for s, _ in tables))
     depths = {s.decoder_layers for s in systems}
     rows = []
     for system, path in tables:
@@ -411,32 +414,22 @@ def aer_figure_rows(metric: str, tables: Sequence[tuple[System, PathLike]]) -> l
     return rows
 
 
-def analysed_seed_note(analysed: Sequence[tuple[object, Sequence[object]]]) -> str:
-    """The note beside a per-layer analysis (AER and coverage, reconstruction probes): which training
-    seed's model was analysed. ``analysed`` holds, per system, (the seed analysed, the experiment's
-    seeds). The analyses are run on each system's first seed only, so with several seeds the note says
-    "seed N only" rather than let a single model pass for the mean over seeds."""
-    first = list(dict.fromkeys(seed for seed, _ in analysed))
-    everything = list(dict.fromkeys(seed for _, seeds in analysed for seed in seeds))
-    listed = ", ".join(map(str, first))
-    if len(everything) <= 1:
-        return f"1 seed ({listed}): every value is a single training run's model."
-    return (
-        f"Seed {listed} only: each system's per-layer analysis is of its first training seed's model; the "
-        f"models of the other seeds ({', '.join(str(s) for s in everything if s not in first)}) are not "
-        "analysed, so no spread over seeds is given."
-    )
-
-
 AER_COLUMNS = ("layer", "aer", "precision", "recall", "coverage")
 GOLD_LABELS = {"own": "own test set", "hansards": "Hansards EN-FR"}
+# layer-aer's CSV column -> the table's column
+AER_METRICS = {"aer": "AER", "precision": "precision", "recall": "recall", "coverage": "cumulative coverage"}
 
 
-def layer_aer_table(entries: Sequence[tuple[System, str, str, PathLike]]) -> pd.DataFrame:
-    """The AER-per-layer table: one row per (system, decoder layer) from ``layer-aer`` CSVs, with
-    the corpus the model was trained on and the gold set it was scored on (``own`` or ``hansards``)."""
+def layer_aer_table(
+    entries: Sequence[tuple[System, str, str, PathLike, object]],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The AER-per-layer table: one row per (system, decoder layer) from ``layer-aer`` CSVs, one per
+    replica (``entries``: system, the corpus the model was trained on, the gold set it was scored on,
+    ``own`` or ``hansards``, the CSV and the training seed). Each metric is the mean over the system's
+    seeds with its sample sd and ``n``. Returns the CSV frame (each seed's value at the end) and the
+    markdown frame (``mean ± sd``)."""
     rows = []
-    for system, corpus, gold, path in entries:
+    for system, corpus, gold, path, seed in entries:
         try:
             frame = pd.read_csv(path)
         except FileNotFoundError:
@@ -454,13 +447,13 @@ def layer_aer_table(entries: Sequence[tuple[System, str, str, PathLike]]) -> pd.
                     "trained on": corpus,
                     "gold": GOLD_LABELS.get(gold, gold),
                     "layer": int(row["layer"]),
-                    "AER": float(row["aer"]),
-                    "precision": float(row["precision"]),
-                    "recall": float(row["recall"]),
-                    "cumulative coverage": float(row["coverage"]),
+                    "seed": seed,
+                    **{label: float(row[column]) for column, label in AER_METRICS.items()},
                 }
             )
-    return pd.DataFrame(rows)
+    keys = ["experiment", "pair", "layout", "decoder layers", "trained on", "gold", "layer"]
+    csv, markdown, _ = aggregate_replicas(pd.DataFrame(rows), keys, list(AER_METRICS.values()))
+    return csv, markdown
 
 
 def write_rows(path: PathLike, rows: Sequence[dict[str, Any]]) -> None:

@@ -78,7 +78,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--manifest",
         required=True,
         help="JSON manifest: `scores` per replica and test set (simplified: also checkpoint, train_log,"
-        " decode_speed); kind aer: `layer_aer` per system, the seed analysed, info gold, corpus, seeds",
+        " decode_speed); kind aer: `layer_aer` per replica (system and seed), info gold and corpus",
     )
     tb.add_argument("--out", required=True, help="markdown table; the CSV and provenance go beside it")
     tb.set_defaults(func=run_table)
@@ -169,7 +169,6 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.reporting.tables import write_table
     from nmtvariants.studies.yang2020 import (
         DEVIATIONS,
-        analysed_seed_note,
         bleu_table,
         read_decode_speed,
         simplified_table,
@@ -185,10 +184,12 @@ def run_table(args: argparse.Namespace) -> int:
 
         hansards = [e["corpus"] for e in entries if e["gold"] == "hansards"]
         notes += hansards_note(hansards) if hansards else ""
-        seeds = [(e["seed"], e.get("seeds") or [e["seed"]]) for e in entries]
-        notes += " " + analysed_seed_note(seeds)
-        frame = layer_aer_table([(e["system"], e["corpus"], e["gold"], e["layer_aer"]) for e in entries])
-        write_table(frame, args.out, title, notes, [e["layer_aer"] for e in entries], deviations)
+        notes += " " + seeds_note(list(dict.fromkeys(e["seed"] for e in entries)))
+        frame, markdown = layer_aer_table(
+            [(e["system"], e["corpus"], e["gold"], e["layer_aer"], e["seed"]) for e in entries]
+        )
+        sources = [e["layer_aer"] for e in entries]
+        write_table(frame, args.out, title, notes, sources, deviations, markdown=markdown)
         return 0
     # one entry per replica (training seed) and test set; the rows are the systems, over their seeds
     rows = [(e["system"], e["testset"], e["scores"], e["seed"]) for e in entries]

@@ -14,7 +14,7 @@ their notes and figure titles say so.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -97,7 +97,7 @@ class Yang2020Plan(StudyPlan):
 
     def figures(self) -> dict[str, dict[str, Any]]:
         """Figures 3, 8 and 10 (probes of a standard decoder) and 4-7 (AER of an aligned system), by
-        layer, with the first seed's models only."""
+        layer, each line the mean over the system's seeds with a ± sd band."""
         figures = {}
         if any(s.layout == STANDARD for s in self.probed):
             for figure, title in PROBE_FIGURES.items():
@@ -106,7 +106,7 @@ class Yang2020Plan(StudyPlan):
                         "kind": "layers",
                         "y": "perplexity",
                         "group": "series",
-                        "title": f"{title} ({side}){self.analysis_note()}",
+                        "title": f"{title} ({side})",
                         "ylabel": f"{side} perplexity",
                     }
         if self.aligned:
@@ -115,7 +115,7 @@ class Yang2020Plan(StudyPlan):
                     "kind": "layers",
                     "y": metric,
                     "group": "series",
-                    "title": f"Figs. 4-7: {label} of the SEM alignment{self.analysis_note()}",
+                    "title": f"Figs. 4-7: {label} of the SEM alignment",
                     "ylabel": label,
                 }
         return figures
@@ -128,12 +128,8 @@ class Yang2020Plan(StudyPlan):
                 return system
         raise ConfigError(f"{experiment}/{pair}/{variant}: not a system of a yang2020 experiment")
 
-    def first_seed(self, system: System) -> int:
-        """The seed whose model the per-layer analyses and the decoding-speed job read."""
-        return self.seeds(system.experiment)[0]
-
     def model(self, system: System) -> str:
-        """The first seed's model (the variant's own run): what the analyses and the timing read."""
+        """The first seed's model (the variant's own run): what the decoding-speed timing reads."""
         return self.checkpoint(system.experiment, system.pair, system.variant)
 
     def text(self, system: System, split: str, side: str) -> str:
@@ -175,11 +171,17 @@ class Yang2020Plan(StudyPlan):
             return "own"
         return "hansards" if system.pair in HANSARDS_PAIRS else None
 
-    def aer_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
-        """The model, the gold-aligned BPE'd pairs and their gold links; for Hansards also the gold's
-        own tokens, against which every BPE'd line's word count is checked."""
-        system = self.system(experiment, pair, variant)
-        inputs = {"checkpoint": self.model(system), "vocab": self.vocab(system)}
+    def replica_system(self, experiment: str, pair: str, name: str) -> System:
+        """The system a result folder's name stands for: a variant, or one of its replicas
+        (``<variant>-seed<N>``), which every per-seed analysis rule serves through its ``{variant}``."""
+        return self.system(experiment, pair, self.variant_of(experiment, name))
+
+    def aer_inputs(self, experiment: str, pair: str, name: str) -> dict[str, str]:
+        """The model of one replica (``name``: a variant or ``<variant>-seed<N>``), the gold-aligned
+        BPE'd pairs and their gold links; for Hansards also the gold's own tokens, against which every
+        BPE'd line's word count is checked."""
+        system = self.replica_system(experiment, pair, name)
+        inputs = {"checkpoint": self.checkpoint(experiment, pair, name), "vocab": self.vocab(system)}
         if self.gold_set(system) == "own":
             test = self.testsets(system.experiment)[0]
             return {
@@ -198,13 +200,13 @@ class Yang2020Plan(StudyPlan):
             "tgt_words": f"{HANSARDS_RAW}/test.orig.{tgt}",
         }
 
-    def aer_options(self, experiment: str, pair: str, variant: str) -> list[str]:
+    def aer_options(self, experiment: str, pair: str, name: str) -> list[str]:
         """yang2020-layer-aer's gold format flags: Pharaoh for a corpus's own gold, talp (reversed for
         FR-EN) with the word-count check for Hansards."""
-        system = self.system(experiment, pair, variant)
+        system = self.replica_system(experiment, pair, name)
         if self.gold_set(system) == "own":
             return []
-        inputs = self.aer_inputs(experiment, pair, variant)
+        inputs = self.aer_inputs(experiment, pair, name)
         reverse = ["--reverse-gold"] if HANSARDS_PAIRS[pair] else []
         return [
             "--format",
@@ -224,12 +226,13 @@ class Yang2020Plan(StudyPlan):
         """The corpus's preprocessing settings (what TrainedChain replays)."""
         return dict(self.corpora[corpus].get("preprocess") or {})
 
-    def probe_inputs(self, experiment: str, pair: str, variant: str) -> dict[str, str]:
-        """The model, and the training pairs the probes learn from and the test pairs they report on."""
-        system = self.system(experiment, pair, variant)
+    def probe_inputs(self, experiment: str, pair: str, name: str) -> dict[str, str]:
+        """The model of one replica (``name``: a variant or ``<variant>-seed<N>``), and the training
+        pairs the probes learn from and the test pairs they report on."""
+        system = self.replica_system(experiment, pair, name)
         split, test = self.train_split(system), self.testsets(system.experiment)[0]
         return {
-            "checkpoint": self.model(system),
+            "checkpoint": self.checkpoint(experiment, pair, name),
             "vocab": self.vocab(system),
             "source": self.text(system, split, "src"),
             "target": self.text(system, split, "tgt"),
@@ -285,30 +288,27 @@ class Yang2020Plan(StudyPlan):
         return entries
 
     def aer_entries(self) -> list[Entry]:
-        """The AER-per-layer table: every aligned system's layer_aer.csv (of its first seed's model),
-        its gold set and corpus, the seed analysed and the experiment's seeds."""
+        """The AER-per-layer table and Figures 4-7: every replica (training seed) of every aligned
+        system, its layer_aer.csv, gold set and corpus; the table and the figures give the mean ± sd
+        over the seeds."""
+        return self.replica_entries(
+            self.aligned, "layer_aer", gold=self.gold_set, corpus=lambda s: self.corpus(s.experiment)
+        )
+
+    def replica_entries(
+        self, systems: list[System], role: str, **info: Callable[[System], Any]
+    ) -> list[Entry]:
+        """The per-layer CSVs (``probes`` or ``layer_aer``) of every replica (training seed) of each
+        system, with the system's fields and ``info`` (name -> its value for a system) in the info."""
         return [
             Entry(
-                {"layer_aer": f"{self.folder(s)}/layer_aer.csv"},
+                {role: f"results/yang2020/{s.experiment}/{s.pair}/{replica.name}/{role}.csv"},
                 s.experiment,
                 s.pair,
                 s.variant,
-                self.first_seed(s),
-                info={
-                    **system_info(s),
-                    "gold": self.gold_set(s),
-                    "corpus": self.corpus(s.experiment),
-                    "seeds": self.seeds(s.experiment),
-                },
-            )
-            for s in self.aligned
-        ]
-
-    def figure_entries(self, systems: list[System], role: str) -> list[Entry]:
-        """A figure's per-layer CSVs (``probes`` or ``layer_aer``) of each system's first seed."""
-        return [
-            Entry(
-                {role: f"{self.folder(s)}/{role}.csv"}, s.experiment, s.pair, s.variant, info=system_info(s)
+                replica.seed,
+                info={**system_info(s), **{name: value(s) for name, value in info.items()}},
             )
             for s in systems
+            for replica in self.replicas(s.experiment, s.pair, s.variant)
         ]

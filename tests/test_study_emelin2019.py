@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import statistics
+from collections import Counter
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -238,6 +241,36 @@ def test_probe_breakdown_by_frequency_bin_in_numeric_order():
         tables.probe_breakdown(probe_rows(), "dep")
 
 
+def test_the_probe_tables_give_each_group_the_mean_and_sd_over_the_seeds(tmp_path):
+    """Three seeds' layer-probes CSVs: each (variant, side, layer) row holds every group's mean
+    accuracy and sample sd over the seeds (checked against ``statistics``), n = 3 and each seed's
+    value; the markdown shows ``mean ± sd`` and says how many seeds."""
+    shifts = {1: 0.0, 2: 0.05, 3: -0.02}
+    paths = []
+    for seed, shift in shifts.items():
+        rows = probe_rows()
+        rows["accuracy"] += shift
+        rows.to_csv(path := tmp_path / f"probes{seed}.csv", index=False)
+        paths.append(path)
+    entries = [
+        Entry({"probes": str(path)}, "e", "en-de", "v", seed)
+        for seed, path in zip(shifts, paths, strict=True)
+    ]
+    out = tmp_path / "probes_frequency.md"
+    args = ["emelin2019-probes", "--manifest", str(write_manifest(tmp_path / "m.json", entries))]
+    assert main([*args, "--group-kind", "frequency_bin", "--title", "P", "--out", str(out)]) == 0
+    table = pd.read_csv(out.with_suffix(".csv"))
+    assert table["n"].tolist() == [3] * 4
+    first = table.iloc[0]  # baseline, encoder, layer 0: bin 10 at 0.9 + each seed's shift
+    values = [0.9 + shift for shift in shifts.values()]
+    assert first["10"] == pytest.approx(statistics.mean(values))
+    assert first["10 sd"] == pytest.approx(statistics.stdev(values))
+    assert [first[f"10 seed {seed}"] for seed in shifts] == pytest.approx(values)
+    text = out.read_text(encoding="utf-8")
+    assert f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}" in text
+    assert "over 3 seeds (1, 2, 3)" in text
+
+
 def test_layer_curves_keep_the_overall_rows_of_one_side():
     frames = probe_rows()
     curves = tables.layer_curves(frames, "accuracy", "encoder")
@@ -406,7 +439,8 @@ def test_the_decoder_probes_break_down_by_target_pos(tmp_path):
     assert main(["emelin2019-probes", "--manifest", manifest, "--group-kind", "pos", "--title", "P",
                  "--out", str(out)]) == 0  # fmt: skip
     table = pd.read_csv(out.with_suffix(".csv"))
-    assert list(table.columns) == ["variant", "side", "layer", "DET", "NOUN", "VERB", "all"]
+    means = [column for column in table.columns if " " not in column]  # not "<group> sd"/"seed <s>"
+    assert means == ["variant", "side", "layer", "n", "DET", "NOUN", "VERB", "all"]
     assert table[["variant", "side", "layer"]].values.tolist() == [
         ["lexical", "decoder", 0],
         ["lexical", "decoder", 1],
@@ -428,7 +462,8 @@ def test_the_pos_table_leaves_a_label_of_one_side_empty_on_the_other(tmp_path):
     assert main(["emelin2019-probes", "--manifest", manifest, "--group-kind", "pos", "--title", "P",
                  "--out", str(out)]) == 0  # fmt: skip
     table = pd.read_csv(out.with_suffix(".csv"))
-    assert list(table.columns) == ["variant", "side", "layer", "DET", "NOUN", "PRON", "all"]
+    means = [column for column in table.columns if " " not in column]  # not "<group> sd"/"seed <s>"
+    assert means == ["variant", "side", "layer", "n", "DET", "NOUN", "PRON", "all"]
     decoder_rows = table[table["side"] == "decoder"]
     assert decoder_rows["DET"].isna().all() and decoder_rows["PRON"].tolist() == [0.8, 0.8]
     assert table[table["side"] == "encoder"]["PRON"].isna().all()
@@ -924,15 +959,20 @@ def test_the_multi30k_config_plans_the_real_data_comparison():
     significance = [job["shell"] for job in jobs if job["rule"] == "significance"]
     assert all("--metrics bleu,chrf" in shell and "--seed 1234" in shell for shell in significance)
     probes = [job["shell"] for job in jobs if job["rule"] == "emelin2019_layer_probes"]
-    assert len(probes) == 3 and all(
+    assert len(probes) == 3 * 3 and all(  # every variant's three seeds, each its own model's states
         "--source-frequency data/multi30k/en-de/bpe/train.en" in shell
         and "-group" not in shell
         and "--max-epochs 30" in shell
         for shell in probes
     )
-    (frequency,) = [job["shell"] for job in jobs if job["rule"] == "emelin2019_probes"]
-    assert "No POS breakdown" in frequency
-    assert "Analyses: seed 1 only" in frequency  # the probes read the first of seeds 1, 2, 3
+    labels = Counter(re.search(r"--label (\S+)", shell).group(1) for shell in probes)
+    assert labels == {"baseline": 3, "lexical": 3, "feature_fusion": 3}  # a seed's rows join its variant's
+    (frequency,) = [job for job in jobs if job["rule"] == "emelin2019_probes"]
+    assert "No POS breakdown" in frequency["shell"] and "seed 1 only" not in frequency["shell"]
+    entries = planned_manifest(frequency["shell"])
+    assert sorted((e["variant"], e["seed"]) for e in entries) == sorted(
+        (variant, seed) for variant in labels for seed in (1, 2, 3)
+    )
     assert {job["rule"] for job in jobs} & {
         "emelin2019_pos",
         "emelin2019_variants",

@@ -26,9 +26,10 @@
 # experiment that is neither `big` nor `small` (the paper probes its transformer-BASE models), else of the
 # first EN-DE one (experiments/multi30k_emelin2019.yaml), from each run's checkpoint average; ContraWSD runs on the first experiment and pair that has a ContraWSD set: toyworld's generated
 # en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
-# Seeds: Tables 1-4 and the bootstrap read every seed of an experiment's `seeds` (mean ± sd, n); the
-# analyses (probes, similarity, gates, ContraWSD, Table 5) read the first seed's run only, and their
-# tables say so (Emelin2019Plan.first_seed_note). What each table and analysis reads, and the inputs of
+# Seeds: Tables 1-4, the bootstrap and the lexical probes (tables and Figures 3-4; rule
+# emelin2019_layer_probes's {variant} serves each replica's folder) read every seed of an experiment's
+# `seeds` (mean ± sd, n); the other analyses (similarity, gates, ContraWSD, Table 5) read the first
+# seed's run only, and their tables say so (Emelin2019Plan.first_seed_note). What each table and analysis reads, and the inputs of
 # the rules below: src/nmtvariants/studies/emelin2019_plan.py.
 
 
@@ -130,7 +131,9 @@ rule emelin2019_layer_probes:
         mem_mb=8000,
         runtime=240,
     params:
-        label=lambda wc: EMELIN_PLAN.label(wc.experiment, wc.variant),
+        label=lambda wc: EMELIN_PLAN.label(
+            wc.experiment, EMELIN_PLAN.variant_of(wc.experiment, wc.variant)
+        ),
         max_epochs=lambda wc: EMELIN_PLAN.caps(wc.experiment)["max_epochs"],
         groups=lambda wc, input: [
             arg
@@ -479,7 +482,6 @@ rule emelin2019_probes:
                     if wc.breakdown == "frequency" and not EMELIN_PLAN.pos
                     else []
                 )
-                + EMELIN_PLAN.first_seed_sentences(EMELIN_PLAN.analysed)
             ),
         ],
     shell:

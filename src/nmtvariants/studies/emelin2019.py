@@ -354,11 +354,29 @@ def probe_breakdown(probes: pd.DataFrame, group_kind: str) -> pd.DataFrame:
     table = wanted.pivot_table(
         index=["variant", "side", "layer"], columns="group", values="accuracy", aggfunc="first", sort=False
     )
-    groups = sorted(table.columns, key=lambda label: (0, int(label)) if str(label).isdigit() else (1, label))
+    groups = sorted(table.columns, key=lambda label: _group_order(str(label)))
     table = table[groups]
     table["all"] = overall.reindex(table.index)
     table.columns = [str(column) for column in table.columns]
     return table.reset_index()
+
+
+def probe_breakdown_replicas(
+    probes: Sequence[tuple[object, pd.DataFrame]], group_kind: str
+) -> tuple[pd.DataFrame, pd.DataFrame, list[object]]:
+    """:func:`probe_breakdown` of every replica (``probes``: seed, layer-probes CSV), collapsed to one
+    row per ``variant, side, layer``: each group's mean accuracy over the seeds with its sample sd and
+    ``n``. Returns the CSV frame (each seed's value at the end), the markdown frame (``mean ± sd``) and
+    the seeds."""
+    frames = [probe_breakdown(frame, group_kind).assign(seed=seed) for seed, frame in probes]
+    long = pd.concat(frames, ignore_index=True)
+    groups = [str(column) for column in long.columns if column not in ("variant", "side", "layer", "seed")]
+    groups = sorted(groups, key=lambda label: (2, "") if label == "all" else _group_order(label))
+    return aggregate_replicas(long, ["variant", "side", "layer"], groups)
+
+
+def _group_order(label: str) -> tuple[int, int | str]:
+    return (0, int(label)) if label.isdigit() else (1, label)
 
 
 def layer_curves(frame: pd.DataFrame, value: str, side: str, group_kind: str | None = "all") -> pd.DataFrame:

@@ -35,6 +35,7 @@ from nmtvariants.fileio import atomic_write, read_lines, write_lines
 from nmtvariants.reporting.deviations import Deviation, applicable
 from nmtvariants.reporting.manifest import Entry, read_manifest
 from nmtvariants.reporting.replicas import seeds_note
+from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
 from nmtvariants.studies import emelin2019 as tables
 from nmtvariants.syntax.conllu import read_conllu
@@ -161,15 +162,22 @@ def run_bootstrap(args: argparse.Namespace) -> int:
 
 def run_probes(args: argparse.Namespace) -> int:
     entries = read_manifest(args.manifest, roles=["probes"])
-    frame = tables.probe_breakdown(_read_csvs(entries, "probes"), args.group_kind)
+    probes = [
+        (
+            UNRECORDED_SEED if entry.seed is None else entry.seed,
+            pd.read_csv(entry.file("probes"), keep_default_na=False),
+        )
+        for entry in entries
+    ]
+    frame, markdown, seeds = tables.probe_breakdown_replicas(probes, args.group_kind)
     notes = f"Held-out lexical-probe accuracy per layer (0 = embeddings) by {args.group_kind}."
     if args.group_kind == "frequency_bin":
         notes += " Ten equal-sized bins of sub-word types, 1 the rarest; 0: types unseen in training."
     else:  # labels of one side only (source POS vs target POS) stay empty on the other side
         frame = frame.astype(object).where(frame.notna(), None)
-    notes = _with_note(notes, args.note)
+    notes = _with_note(f"{notes} {seeds_note(seeds)}", args.note)
     deviations = _deviations("probes", {args.group_kind})
-    write_table(frame, args.out, args.title, notes, _files(entries, "probes"), deviations)
+    write_table(frame, args.out, args.title, notes, _files(entries, "probes"), deviations, markdown=markdown)
     return 0
 
 

@@ -276,13 +276,24 @@ class Emelin2019Plan(StudyPlan):
 
     def analysis(self, role: str, shortcuts_only: bool = False) -> list[Entry]:
         """The manifest of an analysis table: the ``role`` file (``probes``, ``gates``) of each analysed
-        variant's EN-DE run (main setting, first seed)."""
+        variant's EN-DE run (main setting): the probes of every replica (training seed), each with its
+        seed, so the table and the figures give the mean ± sd over seeds; the gates of the first seed."""
         name = str(self.analysed)
-        return [
-            Entry({role: f"results/{name}/en-de/{variant}/analysis/{role}.csv"}, name, "en-de", variant)
-            for variant in self.analysed_variants(name)
-            if not shortcuts_only or self.has_shortcuts(name, variant)
-        ]
+        entries = []
+        for variant in self.analysed_variants(name):
+            if shortcuts_only and not self.has_shortcuts(name, variant):
+                continue
+            if role != "probes":
+                entries.append(
+                    Entry(
+                        {role: f"results/{name}/en-de/{variant}/analysis/{role}.csv"}, name, "en-de", variant
+                    )
+                )
+                continue
+            for replica in self.replicas(name, "en-de", variant):
+                folder = f"results/{name}/en-de/{replica.name}/analysis"
+                entries.append(Entry({role: f"{folder}/{role}.csv"}, name, "en-de", variant, replica.seed))
+        return entries
 
     def curves_manifest(self, kind: str) -> list[Entry]:
         """A per-layer figure's CSVs: every variant's probes, or the one similarity CSV of them all."""

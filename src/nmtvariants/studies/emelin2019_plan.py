@@ -275,15 +275,16 @@ class Emelin2019Plan(StudyPlan):
         return ["--note", " ".join(sentences)] if sentences else []
 
     def analysis(self, role: str, shortcuts_only: bool = False) -> list[Entry]:
-        """The manifest of an analysis table: the ``role`` file (``probes``, ``gates``) of each analysed
-        variant's EN-DE run (main setting): the probes of every replica (training seed), each with its
-        seed, so the table and the figures give the mean ± sd over seeds; the gates of the first seed."""
+        """The manifest of an analysis: the ``role`` file (``probes``, ``similarity``, ``gates``) of each
+        analysed variant's EN-DE run (main setting): the probes and the similarity of every replica
+        (training seed), each with its seed, so the tables and the figures give the mean ± sd over
+        seeds; the gates of the first seed."""
         name = str(self.analysed)
         entries = []
         for variant in self.analysed_variants(name):
             if shortcuts_only and not self.has_shortcuts(name, variant):
                 continue
-            if role != "probes":
+            if role not in ("probes", "similarity"):
                 entries.append(
                     Entry(
                         {role: f"results/{name}/en-de/{variant}/analysis/{role}.csv"}, name, "en-de", variant
@@ -296,11 +297,8 @@ class Emelin2019Plan(StudyPlan):
         return entries
 
     def curves_manifest(self, kind: str) -> list[Entry]:
-        """A per-layer figure's CSVs: every variant's probes, or the one similarity CSV of them all."""
-        if kind == "probes":
-            return self.analysis("probes")
-        name = str(self.analysed)
-        return [Entry({"similarity": f"results/{name}/en-de/analysis/similarity.csv"}, name, "en-de")]
+        """A per-layer figure's CSVs: every replica's probes or similarity."""
+        return self.analysis(kind)
 
     def params_manifest(self) -> list[Entry]:
         """Table 5: the parameter count and training log of every EN-DE run of the main setting (the

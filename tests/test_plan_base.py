@@ -110,7 +110,6 @@ def test_a_system_has_one_replica_per_seed_named_as_the_runs_users(plan, config)
         assert run.settings["train"]["seed"] == replica.seed
         assert plan.run_id("first", "en-de", replica.name) == run.id
         assert plan.checkpoint("first", "en-de", replica.name) == f"models/runs/{run.id}/averaged-last2.pt"
-    assert plan.analysis_note() == " (seed 3, 11 only)"
 
 
 def test_a_replica_reads_the_inputs_of_its_variant(plan):
@@ -167,4 +166,3 @@ def test_targets_are_the_subclass_s_and_under_the_study_s_folders(plan):
 def test_a_config_without_experiments_plans_nothing():
     plan = MyStudyPlan({"seed": 1}, {})
     assert plan.experiments == {} and plan.settings == {"threshold": 1, "kept": "yes"}
-    assert plan.analysis_note() == ""

@@ -298,6 +298,34 @@ def contrawsd_item(word: str, sense: str, frequency: str, contrastives: int) -> 
     }
 
 
+def test_contrawsd_and_gates_give_the_mean_and_sd_over_the_seeds(tmp_path):
+    """Three replicas of one variant: the ContraWSD accuracy and the gates' mean activation are the
+    means over the seeds with their sample sd (``statistics``), n = 3, one row per variant."""
+    accuracies, activations = {1: 0.5, 2: 0.7, 3: 0.65}, {1: 0.2, 2: 0.3, 3: 0.25}
+    reports, gates = [], []
+    for seed, accuracy in accuracies.items():
+        report = {"correct": round(accuracy * 20), "n_elements": 20, "accuracy": accuracy}
+        (path := tmp_path / f"wsd{seed}.json").write_text(
+            json.dumps({**report, "by_category": [], "by_frequency": []}), encoding="utf-8"
+        )
+        reports.append(Entry({"contrawsd": str(path)}, "e", "en-de", "lexical", seed, label="lexical"))
+        row = {"variant": "lexical", "side": "encoder", "layer": 1, "attention": "self", "gate": "key",
+               "mean": activations[seed], "std": 0.1, "above_half": 0.0, "positions": 50}  # fmt: skip
+        pd.DataFrame([row]).to_csv(path := tmp_path / f"gates{seed}.csv", index=False)
+        gates.append(Entry({"gates": str(path)}, "e", "en-de", "lexical", seed))
+    for command, entries, column, values in (
+        ("emelin2019-contrawsd", reports, "accuracy", accuracies),
+        ("emelin2019-gates", gates, "mean", activations),
+    ):
+        out = tmp_path / f"{command}.md"
+        manifest = str(write_manifest(tmp_path / f"{command}.json", entries))
+        assert main([command, "--manifest", manifest, "--title", "T", "--out", str(out)]) == 0
+        (row,) = pd.read_csv(out.with_suffix(".csv")).to_dict("records")
+        assert row["n"] == 3 and row[column] == pytest.approx(statistics.mean(values.values()))
+        assert row[f"{column} sd"] == pytest.approx(statistics.stdev(values.values()))
+        assert "over 3 seeds (1, 2, 3)" in out.read_text(encoding="utf-8")
+
+
 def test_contrawsd_table_from_the_contrawsd_command(tmp_path):
     """Three items scored by hand (mean NLL, lower is better): the first is right, the second loses to
     one of its two contrastives, the third ties (a tie is an error)."""
@@ -735,7 +763,8 @@ def test_each_table_plans_only_what_it_needs(table, needed, not_needed):
 
 def test_a_figure_plans_its_curves_and_not_the_tables():
     counts = planned("results/figures/emelin2019/similarity_decoder.png")
-    assert counts["emelin2019_similarity"] == 1 and counts["emelin2019_states"] == 3
+    # each analysed variant's test states and their similarity (one seed in the demo config)
+    assert counts["emelin2019_similarity"] == 3 and counts["emelin2019_states"] == 3
     assert counts["emelin2019_curves"] == 1 and counts["figure"] == 1
     assert "emelin2019_layer_probes" not in counts and not DECODING & set(counts)
 

@@ -391,6 +391,25 @@ def test_the_figure_plans_attention_of_the_flat_and_hierarchical_runs_only():
     assert rules["libovicky2018_translate"] == 0 and rules["libovicky2018_table"] == 0
 
 
+def test_with_three_seeds_the_attention_figure_reads_every_replica():
+    """experiments/libovicky2018.yaml's seeds 1-3: one attention job per replica of each flat and
+    hierarchical system (each on its own seed's model), every replica in the figure data's manifest
+    under its system's one label (the figure's band), and no "seed N only" in the title."""
+    jobs = plan(FIGURE, "--configfile", "experiments/libovicky2018.yaml")
+    attention = [job for job in jobs if job["rule"] == "libovicky2018_attention"]
+    models = {next(p for p in job["input"].split(", ") if p.endswith(".pt")) for job in attention}
+    assert attention and len(models) == len(attention)
+    (data,) = [job for job in jobs if job["rule"] == "libovicky2018_attention_figure_data"]
+    entries = planned_manifest(data["shell"])
+    by_label = Counter(entry["label"] for entry in entries)
+    assert set(by_label.values()) == {3} and len(entries) == len(attention)
+    assert {entry["files"]["attention"] for entry in entries} == {job["output"] for job in attention}
+    for label in by_label:
+        assert sorted(e["seed"] for e in entries if e["label"] == label) == [1, 2, 3]
+    (figure,) = [job for job in jobs if job["rule"] == "figure"]
+    assert "only" not in figure["shell"]
+
+
 def test_the_default_dag_builds_every_registered_table_and_figure():
     everything = {job["rule"]: job for job in plan()}
     wanted = everything["all"]["input"].split(", ")
@@ -439,6 +458,35 @@ def test_join_labels_one_line_per_series_and_memory(tmp_path):
     joined = pd.read_csv(out)
     assert joined["label"].tolist() == ["MMT: en", "MMT: image", "MS: en", "MS: fr"]
     assert joined["share"].tolist() == [0.25, 0.75, 0.5, 0.5]
+
+
+def test_a_systems_replicas_join_under_its_labels_and_the_figure_draws_their_band(tmp_path):
+    """Two seeds of one system: the joined CSV holds both seeds' rows under the same labels, and the
+    figure's line is their mean with a ± sd band (figures.layer_figure)."""
+    from nmtvariants.reporting.figures import layer_figure
+
+    shares = {1: [0.25, 0.75], 2: [0.35, 0.65]}
+    series = []
+    for seed, (en, image) in shares.items():
+        path = tmp_path / f"seed{seed}.csv"
+        pd.DataFrame({"layer": [1, 1], "memory": ["en", "image"], "share": [en, image]}).to_csv(
+            path, index=False
+        )
+        series.append(Entry({"attention": str(path)}, seed=seed, label="MMT"))
+    out = tmp_path / "joined.csv"
+    manifest = str(write_manifest(tmp_path / "m.json", series))
+    assert main(["libovicky2018-join", "--manifest", manifest, "--csv", str(out)]) == 0
+    joined = pd.read_csv(out)
+    assert joined[["label", "seed"]].values.tolist() == [
+        ["MMT: en", 1],
+        ["MMT: image", 1],
+        ["MMT: en", 2],
+        ["MMT: image", 2],
+    ]
+    figure = layer_figure(out, y="share", group="label")
+    (en_line, _) = figure.axes[0].get_lines()
+    assert en_line.get_ydata().tolist() == pytest.approx([statistics.mean([0.25, 0.35])])
+    assert "n=2" in en_line.get_label()
 
 
 # --- the paper's image encoder in the study's configs --------------------------------------------

@@ -28,8 +28,9 @@
 # en-de set, or the real DE->EN set (catalogue `contrawsd_deen`) for a downloaded corpus's de-en pair.
 # Seeds: Tables 1-4, the bootstrap and the lexical probes (tables and Figures 3-4; rule
 # emelin2019_layer_probes's {variant} serves each replica's folder) read every seed of an experiment's
-# `seeds` (mean ± sd, n); the other analyses (similarity, gates, ContraWSD, Table 5) read the first
-# seed's run only, and their tables say so (Emelin2019Plan.first_seed_note). What each table and analysis reads, and the inputs of
+# `seeds` (mean ± sd, n), and so do the similarity (Figures 6-7), the gates and ContraWSD (one job per
+# replica); Table 5 reads the first seed's runs (parameters are the same in every seed) and says so
+# (Emelin2019Plan.first_seed_note). What each table and analysis reads, and the inputs of
 # the rules below: src/nmtvariants/studies/emelin2019_plan.py.
 
 
@@ -150,15 +151,13 @@ rule emelin2019_layer_probes:
 
 
 rule emelin2019_similarity:
+    # one replica's states on the test set: each layer's cosine similarity with the embeddings
     input:
-        lambda wc: [
-            f"results/{wc.experiment}/{wc.pair}/{variant}/analysis/states-test.npz"
-            for variant in EMELIN_PLAN.analysed_variants(wc.experiment, wc.pair)
-        ],
+        "results/{experiment}/{pair}/{variant}/analysis/states-test.npz",
     output:
-        "results/{experiment}/{pair}/analysis/similarity.csv",
+        "results/{experiment}/{pair}/{variant}/analysis/similarity.csv",
     log:
-        "logs/emelin2019/similarity/{experiment}/{pair}.log",
+        "logs/emelin2019/similarity/{experiment}/{pair}/{variant}.log",
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -166,12 +165,10 @@ rule emelin2019_similarity:
         mem_mb=4000,
         runtime=30,
     params:
-        states=lambda wc, input: [
-            f"{EMELIN_PLAN.label(wc.experiment, variant)}={path}"
-            for variant, path in zip(
-                EMELIN_PLAN.analysed_variants(wc.experiment, wc.pair), input
-            )
-        ],
+        states=lambda wc, input: EMELIN_PLAN.label(
+            wc.experiment, EMELIN_PLAN.variant_of(wc.experiment, wc.variant)
+        )
+        + f"={input}",
     shell:
         "nmtvariants similarity --states {params.states:q} --output {output:q} > {log:q} 2>&1"
 
@@ -201,7 +198,9 @@ rule emelin2019_gate_stats:
         mem_mb=4000,
         runtime=60,
     params:
-        label=lambda wc: EMELIN_PLAN.label(wc.experiment, wc.variant),
+        label=lambda wc: EMELIN_PLAN.label(
+            wc.experiment, EMELIN_PLAN.variant_of(wc.experiment, wc.variant)
+        ),
         max_sentences=lambda wc: EMELIN_PLAN.caps(wc.experiment)["max_sentences"],
     shell:
         "nmtvariants gate-stats --checkpoint {input.model:q} --vocab {input.vocab:q}"
@@ -512,10 +511,9 @@ rule emelin2019_gates:
             lambda wc: EMELIN_PLAN.analysis("gates", shortcuts_only=True)
         ),
         title="Shortcut gate activations per layer",
-        note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.analysed),
     shell:
         with_manifest(
-            "nmtvariants emelin2019-gates --manifest {log.manifest:q} {params.note:q}"
+            "nmtvariants emelin2019-gates --manifest {log.manifest:q}"
             " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
         )
 
@@ -539,10 +537,9 @@ rule emelin2019_contrawsd_table:
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.contrawsd_manifest()),
         title="ContraWSD: accuracy overall, per sense and per frequency class",
-        note=lambda wc: EMELIN_PLAN.first_seed_note(EMELIN_PLAN.contrawsd[0]),
     shell:
         with_manifest(
-            "nmtvariants emelin2019-contrawsd --manifest {log.manifest:q} {params.note:q}"
+            "nmtvariants emelin2019-contrawsd --manifest {log.manifest:q}"
             " --title {params.title:q} --out {output.md:q} > {log.out:q} 2>&1"
         )
 

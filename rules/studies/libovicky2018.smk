@@ -22,7 +22,8 @@
 #
 # Training seeds (`seeds:`): every rule with a {variant} wildcard serves each replica (<variant>-seed<N>
 # for the further seeds), each replica is scored and deranged on its own, and Tables 1 and 2 give mean
-# ± sd over the training seeds; the attention figure reads the first seed's models ("seed N only").
+# ± sd over the training seeds; the attention figure draws each line as the mean over the seeds' models
+# with a ± sd band.
 
 from nmtvariants.studies import libovicky2018_plan as lib
 

@@ -390,25 +390,38 @@ def layer_curves(frame: pd.DataFrame, value: str, side: str, group_kind: str | N
     return rows[["variant", "layer", value]].reset_index(drop=True)
 
 
-def gate_table(gates: pd.DataFrame) -> pd.DataFrame:
-    """Gate activations per variant, side, layer, attention and gate (key/value): mean, std and the
-    fraction above 0.5."""
-    columns = ["variant", "side", "layer", "attention", "gate", "mean", "std", "above_half", "positions"]
-    return gates[columns].reset_index(drop=True)
+GATE_KEYS = ["variant", "side", "layer", "attention", "gate", "positions"]
+GATE_METRICS = ["mean", "std", "above_half"]
+
+
+def gate_table(
+    gates: Sequence[tuple[object, pd.DataFrame]],
+) -> tuple[pd.DataFrame, pd.DataFrame, list[object]]:
+    """Gate activations per variant, side, layer, attention and gate (key/value) from each replica's
+    gate-stats CSV (``gates``: seed, frame): the activation's mean, its std over the positions and
+    the fraction above 0.5, each as the mean over the seeds with its sample sd and ``n``. Returns the
+    CSV frame (each seed's value at the end), the markdown frame and the seeds."""
+    long = pd.concat([frame.assign(seed=seed) for seed, frame in gates], ignore_index=True)
+    return aggregate_replicas(long[[*GATE_KEYS, *GATE_METRICS, "seed"]], GATE_KEYS, GATE_METRICS)
 
 
 # --- ContraWSD -------------------------------------------------------------------------------------------
 
 
-def contrawsd_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Rows ``variant, breakdown, group, correct, total, accuracy`` from the JSON reports of
-    ``nmtvariants contrawsd`` per variant: overall, per ambiguous word sense (``word:sense``) and per
-    frequency class of the sense."""
+def contrawsd_table(
+    results: Sequence[tuple[str, object, Mapping[str, Any]]],
+) -> tuple[pd.DataFrame, pd.DataFrame, list[object]]:
+    """Rows ``variant, breakdown, group, total, correct, accuracy`` from the JSON reports of
+    ``nmtvariants contrawsd`` per replica (``results``: variant label, seed, report): overall, per
+    ambiguous word sense (``word:sense``) and per frequency class of the sense; ``correct`` and
+    ``accuracy`` are the means over the seeds with their sample sd and ``n``. Returns the CSV frame
+    (each seed's value at the end), the markdown frame and the seeds."""
     rows = []
-    for variant, result in results.items():
+    for variant, seed, result in results:
         rows.append(
             {
                 "variant": variant,
+                "seed": seed,
                 "breakdown": "overall",
                 "group": "all",
                 "correct": int(result["correct"]),
@@ -421,6 +434,7 @@ def contrawsd_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
                 rows.append(
                     {
                         "variant": variant,
+                        "seed": seed,
                         "breakdown": kind,
                         "group": entry[label],
                         "correct": int(entry["correct"]),
@@ -428,7 +442,10 @@ def contrawsd_table(results: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
                         "accuracy": float(entry["accuracy"]),
                     }
                 )
-    return pd.DataFrame(rows, columns=["variant", "breakdown", "group", "correct", "total", "accuracy"])
+    long = pd.DataFrame(
+        rows, columns=["variant", "seed", "breakdown", "group", "correct", "total", "accuracy"]
+    )
+    return aggregate_replicas(long, ["variant", "breakdown", "group", "total"], ["correct", "accuracy"])
 
 
 # --- source POS per BPE token ---------------------------------------------------------------------------

@@ -47,6 +47,11 @@ def _read_csvs(entries: list[Entry], role: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _seed(entry: Entry) -> object:
+    """An entry's training seed, or the marker of a manifest that recorded none."""
+    return UNRECORDED_SEED if entry.seed is None else entry.seed
+
+
 def _read_json(path: Path) -> dict:
     if not path.is_file():
         raise InputError(f"{path}: file not found")
@@ -162,13 +167,7 @@ def run_bootstrap(args: argparse.Namespace) -> int:
 
 def run_probes(args: argparse.Namespace) -> int:
     entries = read_manifest(args.manifest, roles=["probes"])
-    probes = [
-        (
-            UNRECORDED_SEED if entry.seed is None else entry.seed,
-            pd.read_csv(entry.file("probes"), keep_default_na=False),
-        )
-        for entry in entries
-    ]
+    probes = [(_seed(entry), pd.read_csv(entry.file("probes"), keep_default_na=False)) for entry in entries]
     frame, markdown, seeds = tables.probe_breakdown_replicas(probes, args.group_kind)
     notes = f"Held-out lexical-probe accuracy per layer (0 = embeddings) by {args.group_kind}."
     if args.group_kind == "frequency_bin":
@@ -183,27 +182,34 @@ def run_probes(args: argparse.Namespace) -> int:
 
 def run_gates(args: argparse.Namespace) -> int:
     entries = read_manifest(args.manifest, roles=["gates"])
-    frame = tables.gate_table(_read_csvs(entries, "gates"))
+    frame, markdown, seeds = tables.gate_table(
+        [(_seed(entry), _read_csvs([entry], "gates")) for entry in entries]
+    )
     notes = _with_note(
-        "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part.",
+        "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part. "
+        + seeds_note(seeds),
         args.note,
     )
-    write_table(frame, args.out, args.title, notes, _files(entries, "gates"), _deviations("gates"))
+    sources = _files(entries, "gates")
+    write_table(frame, args.out, args.title, notes, sources, _deviations("gates"), markdown=markdown)
     return 0
 
 
 def run_contrawsd(args: argparse.Namespace) -> int:
     entries = read_manifest(args.manifest, roles=["contrawsd"], names=["variant"])
-    results = {
-        entry.label or str(entry.variant): _read_json(Path(entry.file("contrawsd"))) for entry in entries
-    }
-    frame = tables.contrawsd_table(results)
+    results = [
+        (entry.label or str(entry.variant), _seed(entry), _read_json(Path(entry.file("contrawsd"))))
+        for entry in entries
+    ]
+    frame, markdown, seeds = tables.contrawsd_table(results)
     notes = (
         "An item is correct only if the reference's mean token NLL is lower than every contrastive "
-        "translation's; every candidate went through the model's own preprocessing chain."
+        "translation's; every candidate went through the model's own preprocessing chain. "
+        + seeds_note(seeds)
     )
     notes = _with_note(notes, args.note)
-    write_table(frame, args.out, args.title, notes, _files(entries, "contrawsd"), _deviations("contrawsd"))
+    sources = _files(entries, "contrawsd")
+    write_table(frame, args.out, args.title, notes, sources, _deviations("contrawsd"), markdown=markdown)
     return 0
 
 

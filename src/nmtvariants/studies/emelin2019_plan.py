@@ -258,15 +258,15 @@ class Emelin2019Plan(StudyPlan):
 
     # --- the analyses (first seed) -----------------------------------------------------------------
     def first_seed_sentences(self, experiment: str) -> list[str]:
-        """The analysis tables (probes, gates, ContraWSD, Table 5) read the first seed's run only; a table
+        """Table 5 (parameters and training speed) reads the first seed's runs only; the table
         of an experiment with several seeds says so in this sentence (none with one seed).
         """
         seeds = self.seeds(experiment)
         if len(seeds) == 1:
             return []
         return [
-            f"Analyses: seed {seeds[0]} only (the first of the experiment's seeds"
-            f" {', '.join(map(str, seeds))}); the BLEU tables and the bootstrap average over every seed."
+            f"Seed {seeds[0]} only (the first of the experiment's seeds {', '.join(map(str, seeds))}):"
+            " every seed's model has the same parameters; the other tables average over every seed."
         ]
 
     def first_seed_note(self, experiment: str) -> list[str]:
@@ -275,20 +275,13 @@ class Emelin2019Plan(StudyPlan):
         return ["--note", " ".join(sentences)] if sentences else []
 
     def analysis(self, role: str, shortcuts_only: bool = False) -> list[Entry]:
-        """The manifest of an analysis table: the ``role`` file (``probes``, ``gates``) of each analysed
-        variant's EN-DE run (main setting): the probes of every replica (training seed), each with its
-        seed, so the table and the figures give the mean ± sd over seeds; the gates of the first seed."""
+        """The manifest of an analysis: the ``role`` file (``probes``, ``similarity``, ``gates``) of every
+        replica (training seed) of each analysed variant's EN-DE run (main setting), each with its seed,
+        so the tables and the figures give the mean ± sd over seeds."""
         name = str(self.analysed)
         entries = []
         for variant in self.analysed_variants(name):
             if shortcuts_only and not self.has_shortcuts(name, variant):
-                continue
-            if role != "probes":
-                entries.append(
-                    Entry(
-                        {role: f"results/{name}/en-de/{variant}/analysis/{role}.csv"}, name, "en-de", variant
-                    )
-                )
                 continue
             for replica in self.replicas(name, "en-de", variant):
                 folder = f"results/{name}/en-de/{replica.name}/analysis"
@@ -296,11 +289,8 @@ class Emelin2019Plan(StudyPlan):
         return entries
 
     def curves_manifest(self, kind: str) -> list[Entry]:
-        """A per-layer figure's CSVs: every variant's probes, or the one similarity CSV of them all."""
-        if kind == "probes":
-            return self.analysis("probes")
-        name = str(self.analysed)
-        return [Entry({"similarity": f"results/{name}/en-de/analysis/similarity.csv"}, name, "en-de")]
+        """A per-layer figure's CSVs: every replica's probes or similarity."""
+        return self.analysis(kind)
 
     def params_manifest(self) -> list[Entry]:
         """Table 5: the parameter count and training log of every EN-DE run of the main setting (the
@@ -327,17 +317,21 @@ class Emelin2019Plan(StudyPlan):
         return CONTRAWSD_DEEN if pair == "de-en" else None
 
     def contrawsd_manifest(self) -> list[Entry]:
+        """Every replica (training seed) of each analysed variant's ContraWSD report, labelled with the
+        variant: the table gives the mean ± sd over the seeds."""
         assert self.contrawsd is not None, "no experiment of the study has a ContraWSD set"
         name, pair = self.contrawsd
         return [
             Entry(
-                {"contrawsd": f"results/{name}/{pair}/{variant}/analysis/contrawsd.json"},
+                {"contrawsd": f"results/{name}/{pair}/{replica.name}/analysis/contrawsd.json"},
                 name,
                 pair,
                 variant,
+                replica.seed,
                 label=self.label(name, variant),
             )
             for variant in self.analysed_variants(name, pair)
+            for replica in self.replicas(name, pair, variant)
         ]
 
     # --- the lexical probes ------------------------------------------------------------------------

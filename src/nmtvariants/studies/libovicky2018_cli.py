@@ -110,7 +110,10 @@ def run_join(args: argparse.Namespace) -> int:
 
     entries = read_manifest(args.manifest, roles=["attention"], names=["label"])
     joined = pd.concat(
-        [pd.read_csv(entry.file("attention")).assign(series=entry.label) for entry in entries],
+        [
+            pd.read_csv(entry.file("attention")).assign(series=entry.label, seed=entry.seed)
+            for entry in entries
+        ],
         ignore_index=True,
     )
     if "memory" in joined.columns:  # the figure draws one line per series and memory

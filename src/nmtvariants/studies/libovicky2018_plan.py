@@ -13,8 +13,8 @@ An experiment with several training ``seeds`` has one replica per seed (nmtvaria
 the first seed's folder is the variant's own name, the others ``<variant>-seed<N>``). Every rule here
 with a ``{variant}`` wildcard serves every replica (:meth:`StudyPlan.variant_inputs` reads a replica's
 inputs from its variant), and each replica gets its own adversarial decodes over the derangement
-seeds; Tables 1 and 2 read every replica (mean ± sd over training seeds), the attention figure the
-first seed only.
+seeds; Tables 1 and 2 and the attention figure read every replica (mean ± sd over training seeds; the
+figure's band).
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class Libovicky2018Plan(StudyPlan):
         """The attention figure: the share of each source per decoder layer, flat and hierarchical."""
         if not self.attention_systems():
             return {}
-        title = f"Attention over sources per decoder layer{self.analysis_note()}"
+        title = "Attention over sources per decoder layer"
         return {
             FIGURE: {
                 "kind": "layers",
@@ -370,20 +370,24 @@ class Libovicky2018Plan(StudyPlan):
         return inputs
 
     def attention_manifest(self) -> list[Entry]:
-        """The figure's attention CSVs, each labelled with its line name: "<task> <pair> <strategy>",
-        with the experiment and variant added only where two systems would otherwise share a name."""
+        """The figure's attention CSVs, one per replica (training seed) of each system, each labelled
+        with its system's line name: "<task> <pair> <strategy>", with the experiment and variant added
+        only where two systems would otherwise share a name. A system's replicas share its line, which
+        the figure draws as their mean with a ± sd band."""
         systems = self.attention_systems()
         short = [f"{KIND_LABELS[self.kind(e)]} {p} {self.strategy(e, v)}" for e, p, v, _ in systems]
         return [
             Entry(
-                {"attention": f"{self.folder(e, p, v)}/{t}.attention.csv"},
+                {"attention": f"{self.folder(e, p, replica.name)}/{t}.attention.csv"},
                 e,
                 p,
                 v,
+                replica.seed,
                 testset=t,
                 label=name if short.count(name) == 1 else f"{name} ({e}/{v})",
             )
             for name, (e, p, v, t) in zip(short, systems, strict=True)
+            for replica in self.replicas(e, p, v)
         ]
 
     # --- Tables 1 and 2 -----------------------------------------------------------------------------

@@ -89,14 +89,6 @@ class StudyPlan:
             if replica.pair == pair and replica.variant == variant
         ]
 
-    def analysis_note(self) -> str:
-        """A title's suffix for what reads the first seed's models only: " (seed N only)" where an
-        experiment of the study has several seeds, else nothing (one seed: nothing to say)."""
-        seeds = [self.seeds(name) for name in self.experiments]
-        if all(len(one) == 1 for one in seeds):
-            return ""
-        return f" (seed {', '.join(str(seed) for seed in dict.fromkeys(one[0] for one in seeds))} only)"
-
     # --- runs and their files ------------------------------------------------------------------------
     def run_id(self, experiment: str, pair: str, replica: str) -> str:
         """The shared run a replica trains on (runs are content-addressed: experiments share them)."""

@@ -57,7 +57,9 @@ rule yang2020_probes:
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=lambda wc: YANG.gpus(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
+        gpu=lambda wc: YANG.gpus(
+            YANG.replica_system(wc.experiment, wc.pair, wc.variant)
+        ),
     params:
         caps=lambda wc: YANG.probe_options(
             YANG.replica_system(wc.experiment, wc.pair, wc.variant)
@@ -87,10 +89,14 @@ rule yang2020_layer_aer:
     resources:
         mem_mb=4000,
         runtime=60,
-        gpu=lambda wc: YANG.gpus(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
+        gpu=lambda wc: YANG.gpus(
+            YANG.replica_system(wc.experiment, wc.pair, wc.variant)
+        ),
     params:
         gold=lambda wc: YANG.aer_options(wc.experiment, wc.pair, wc.variant),
-        device=lambda wc: YANG.device(YANG.replica_system(wc.experiment, wc.pair, wc.variant)),
+        device=lambda wc: YANG.device(
+            YANG.replica_system(wc.experiment, wc.pair, wc.variant)
+        ),
     shell:
         launch(
             "yang2020-layer-aer --checkpoint {input.checkpoint:q} --vocab {input.vocab:q}"

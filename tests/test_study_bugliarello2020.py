@@ -119,8 +119,12 @@ def scores(path: Path, bleu: float, ribes: float | None = None) -> str:
     return str(path)
 
 
-def significance(path: Path, delta: float, p: float) -> str:
-    path.write_text(json.dumps({"metrics": {"bleu": {"delta": delta, "p_value": p}}}), encoding="utf-8")
+def significance(path: Path, delta: float, p: float, replicas: int = 1) -> str:
+    """A significance JSON with each side's per-seed scores (``replicas`` of them)."""
+    sides = {side: {"scores": [20.0] * replicas} for side in ("baseline", "system")}
+    path.write_text(
+        json.dumps({"metrics": {"bleu": {"delta": delta, "p_value": p, **sides}}}), encoding="utf-8"
+    )
     return str(path)
 
 
@@ -156,7 +160,7 @@ def manifest(path: Path, systems: list[dict]) -> str:
 
 def test_table1_marks_what_is_significant_against_the_transformer(tmp_path):
     entries = [  # systems out of the paper's order: the table puts them back
-        entry(tmp_path, "pascal", {"pascal": {"heads": 2}}, 21.5, (1.496, 0.004)),
+        entry(tmp_path, "pascal", {"pascal": {"heads": 2}}, 21.5, (1.496, 0.004, 3)),
         entry(tmp_path, "transformer", {}, 20.004),
         entry(tmp_path, "lisa", {"lisa": {}}, 20.3, (0.296, 0.2)),
         entry(tmp_path, "sh", {"sennrich_haddow": {}}, 19.5, (-0.504, 0.03)),
@@ -176,7 +180,7 @@ def test_table1_marks_what_is_significant_against_the_transformer(tmp_path):
         {"task": "toy en-ja test", "system": "Transformer", "variant": "transformer", "n": 1,
          "BLEU": "30.00", "mark": "", "delta": None, "p": None, "RIBES": "80.12"},
         {"task": "toy en-ja test", "system": "+PASCAL", "variant": "pascal", "n": 1, "BLEU": "31.00",
-         "mark": "‡", "delta": 1.0, "p": 0.001, "RIBES": "81.00"},
+         "mark": "", "delta": 1.0, "p": 0.001, "RIBES": "81.00"},  # p < 0.01 but one seed: no ‡
     ]  # fmt: skip
     no_ribes = entry(tmp_path, "plain", {}, 30.0, pair="en-ja")
     with pytest.raises(InputError, match="no RIBES for a Japanese target"):
@@ -187,7 +191,7 @@ def test_table3_lists_pascal_variants_by_layer_and_variance(tmp_path):
     entries = [
         entry(tmp_path, "layer2", {"pascal": {"layer": 2}}, 19.0, (-1.0, 0.002)),
         entry(tmp_path, "parent_only", {"pascal": {"parent_only": True, "q": 0.4}}, 20.1, (0.1, 0.5)),
-        entry(tmp_path, "layer1", {"pascal": {"heads": 2}}, 21.0, (1.0, 0.009)),
+        entry(tmp_path, "layer1", {"pascal": {"heads": 2}}, 21.0, (1.0, 0.009, 2)),
     ]
     frame, _ = ablation_table(entries)
     assert frame[["variant", "layer", "heads", "variance", "q", "BLEU", "delta", "mark"]].to_dict(
@@ -198,7 +202,7 @@ def test_table3_lists_pascal_variants_by_layer_and_variance(tmp_path):
         {"variant": "parent_only", "layer": 1, "heads": "all", "variance": "parent-only", "q": 0.4,
          "BLEU": 20.1, "delta": 0.1, "mark": ""},
         {"variant": "layer2", "layer": 2, "heads": "all", "variance": "1", "q": 0.0, "BLEU": 19.0,
-         "delta": -1.0, "mark": "‡"},
+         "delta": -1.0, "mark": ""},  # one seed a side
     ]  # fmt: skip
     with pytest.raises(InputError, match="PASCAL variants only"):
         ablation_table([entry(tmp_path, "lisa", {"lisa": {}}, 20.0, (0.0, 1.0))])
@@ -236,8 +240,9 @@ def test_the_table_command_writes_markdown_csv_and_provenance(tmp_path):
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| toy")]
     assert [[cell.strip() for cell in row] for row in rows] == [
         ["toy en-de test", "Transformer", "transformer", "1", "20.00", "", "", "", "n/a"],  # blank, not nan
-        ["toy en-de test", "+PASCAL", "pascal", "1", "21.50", "‡", "1.50", "0.00", "n/a"],
+        ["toy en-de test", "+PASCAL", "pascal", "1", "21.50", "", "1.50", "0.00", "n/a"],  # one seed: no ‡
     ]
+    assert "given only where both have two or more training seeds" in text
     assert (tmp_path / "table1.csv").read_text(encoding="utf-8").splitlines()[0] == (
         "task,system,variant,n,BLEU,BLEU sd,mark,delta,p,RIBES,RIBES sd,BLEU seed ?,RIBES seed ?"
     )
@@ -434,7 +439,7 @@ def test_table1_names_the_multitask_baseline_from_its_derived_corpus(tmp_path):
     rows = [
         entry(tmp_path, "transformer", {}, 30.0),
         {**entry(tmp_path, "multitask", {}, 30.5, sig=(0.5, 0.2)), "derived": "multitask"},
-        entry(tmp_path, "pascal", {"pascal": {}}, 31.0, sig=(1.0, 0.005)),
+        entry(tmp_path, "pascal", {"pascal": {}}, 31.0, sig=(1.0, 0.005, 3)),
     ]
     table, _ = main_table(rows)
     assert list(table["system"]) == ["Transformer", "+multi-task", "+PASCAL"]

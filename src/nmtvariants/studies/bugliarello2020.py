@@ -30,12 +30,14 @@ paths and the variant's switches, which the study's rules build from the config.
 With several training seeds (``seeds: [...]``) a row is the mean ± sample sd of its replicas' BLEU,
 with ``n``, and the CSV keeps each seed's score; ‡ and delta come from the bootstrap over sentences and
 replicas (:func:`nmtvariants.evaluation.significance.replica_bootstrap`), which with one seed each is
-sacreBLEU's paired bootstrap.
+sacreBLEU's paired bootstrap; ‡ is given only where both sides have two or more seeds (:func:`mark`):
+one run each tests the sampling of sentences, not of training.
 
 Where our evaluation differs from the authors' (seed brief §2.8; :data:`DEVIATIONS` has the text the
 tables carry): their bootstrap is one-sided with a
 shifted null (seed 1234), ours two-sided over sentences and seeds (1,000 samples, the seed in the
-JSON); both mark p < 0.01 (‡). Their Japanese BLEU and RIBES re-tokenise with KyTea, ours with MeCab
+JSON); both mark p < 0.01 (‡), the authors on one training run per system, we on two or more.
+Their Japanese BLEU and RIBES re-tokenise with KyTea, ours with MeCab
 (sacreBLEU's ``ja-mecab``; RIBES through the same tokenizer), so EN-JA numbers are not comparable with
 the paper's to the decimal; KyTea is not packaged for our environment, so their variant is not offered.
 """
@@ -62,6 +64,7 @@ from nmtvariants.text.subword_map import HYPHEN
 
 SIGNIFICANT = 0.01  # the paper's ‡: p < 0.01 against the Transformer
 MARK = "‡"
+MARK_REPLICAS = 2  # ‡ needs a test over replicas: at least two training seeds on each side
 # Table 1's systems, in the paper's column order, recognised by the variant's switch, or for the
 # multi-task baseline (a Transformer on a derived corpus) by its `inputs: {derived: multitask}`.
 MULTITASK = "multitask"
@@ -260,19 +263,25 @@ def _bleu(entry: Mapping[str, Any], scores: Mapping[str, Any] | None = None) -> 
     return bleu
 
 
-def _significance(path: PathLike | None) -> tuple[float | None, float | None]:
-    """(delta, p) of BLEU from a ``significance`` JSON; (None, None) for the baseline itself."""
+def _significance(path: PathLike | None) -> tuple[float | None, float | None, int]:
+    """(delta, p, replicas) of BLEU from a ``significance`` JSON, ``replicas`` the fewer training
+    seeds of the two sides (1 where the JSON lists no per-seed scores); (None, None, 0) for the
+    baseline itself."""
     if path is None:
-        return None, None
+        return None, None, 0
     document = _read_json(path)
     bleu = (document.get("metrics") or {}).get("bleu")
     if not isinstance(bleu, dict) or "p_value" not in bleu:
         raise InputError(f"{path}: no BLEU p-value; run `nmtvariants significance --metrics bleu`")
-    return float(bleu["delta"]), float(bleu["p_value"])
+    sides = [len((bleu.get(side) or {}).get("scores") or [None]) for side in ("baseline", "system")]
+    return float(bleu["delta"]), float(bleu["p_value"]), min(sides)
 
 
-def mark(p_value: float | None) -> str:
-    return MARK if p_value is not None and p_value < SIGNIFICANT else ""
+def mark(p_value: float | None, replicas: int) -> str:
+    """‡ for p < 0.01 from a test over at least two training seeds a side: with one seed the test
+    samples the test sentences only, and a difference between two single runs can be training noise
+    (the toy baseline's BLEU moves by more than most toy differences between seeds)."""
+    return MARK if p_value is not None and p_value < SIGNIFICANT and replicas >= MARK_REPLICAS else ""
 
 
 def task_name(entry: Mapping[str, Any]) -> str:
@@ -368,9 +377,9 @@ def main_table(entries: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, pd.D
     rows.sort(key=lambda row: (tasks.index(row["task"]), systems.index(row["system"])))  # stable
     tests = [_significance(row.get("significance")) for row in rows]
     columns = {
-        "mark": [mark(p) for _, p in tests],
-        "delta": [None if delta is None else round(delta, 2) for delta, _ in tests],
-        "p": [None if p is None else round(p, 4) for _, p in tests],
+        "mark": [mark(p, replicas) for _, p, replicas in tests],
+        "delta": [None if delta is None else round(delta, 2) for delta, _, _ in tests],
+        "p": [None if p is None else round(p, 4) for _, p, _ in tests],
     }
     csv, markdown = _replicated(rows, ["task", "system", "variant"], columns, japanese=True)
     return csv, markdown
@@ -430,8 +439,8 @@ def ablation_table(entries: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, 
     rows.sort(key=lambda row: (row["task"], row["layer"], row["variance"]))  # stable, as the paper
     tests = [_significance(row.get("significance")) for row in rows]
     columns = {
-        "delta": [None if delta is None else round(delta, 2) for delta, _ in tests],
-        "mark": [mark(p) for _, p in tests],
+        "delta": [None if delta is None else round(delta, 2) for delta, _, _ in tests],
+        "mark": [mark(p, replicas) for _, p, replicas in tests],
     }
     return _replicated(rows, ["task", "variant", "layer", "heads", "variance", "q"], columns)
 

@@ -46,14 +46,16 @@ TITLES = {
 NOTES = {
     "main": (
         "‡: p < 0.01 against the task's Transformer (paired bootstrap over sentences and every seed of "
-        "both). delta: difference of the mean BLEU from the Transformer's; p: the test's p-value (4 "
-        "decimals in the CSV). RIBES is reported for Japanese targets only (the paper's EN-JA column); "
-        "n/a elsewhere."
+        "both), given only where both have two or more training seeds: with one seed a side the test "
+        "samples the test sentences, not the training run. delta: difference of the mean BLEU from the "
+        "Transformer's; p: the test's p-value (4 decimals in the CSV). RIBES is reported for Japanese "
+        "targets only (the paper's EN-JA column); n/a elsewhere."
     ),
     "ablation": (
         "PASCAL variants only; delta (of the means over seeds) and ‡ (p < 0.01, paired bootstrap over "
-        "sentences and every seed of both) against the task's Transformer. The paper reports "
-        "this ablation on the NC11 validation sets; a demo run has the rows its config trains."
+        "sentences and every seed of both, two or more seeds a side) against the task's Transformer. "
+        "The paper reports this ablation on the NC11 validation sets; a demo run has the rows its "
+        "config trains."
     ),
 }
 

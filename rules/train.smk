@@ -19,8 +19,8 @@ rule train:
         "../envs/train.yaml"
     threads: run_resource("threads")
     resources:
-        mem_mb=run_resource("mem_mb"),
-        runtime=run_resource("runtime"),
+        mem_mb=run_mem_mb,
+        runtime=run_runtime,
         gpu=run_resource("gpus"),
     params:
         settings=run_settings_json,

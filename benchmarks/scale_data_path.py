@@ -183,6 +183,54 @@ def rebinarize(args: argparse.Namespace) -> None:
     print(json.dumps(record["binarize"]))
 
 
+def train_settings(work: Path, updates: int, batch_tokens: int, threads: int) -> dict:
+    """The paper config's BASE model and schedule, ``updates`` updates of ``batch_tokens`` on CPU,
+    reading the binarised training data (one validation on newstest2013 at the end)."""
+    paper = yaml.safe_load(PAPER_CONFIG.read_text())["experiments"]["emelin2019_ende_base"]
+    bpe = work / "data" / CORPUS / PAIR / "bpe"
+    train = {key: paper["train"][key] for key in ("warmup",)}
+    train.update(
+        max_updates=updates, batch_tokens=batch_tokens, save_every=updates, keep_last=1, valid_every=updates,
+        log_every=max(1, updates // 10), threads=threads, tensorboard=False, seed=1234,
+    )  # fmt: skip
+    return {
+        "data": {
+            "train_bin": str(work / "train.npz"), "vocab": str(bpe / "vocab.txt"),
+            "valid_src": str(bpe / "newstest2013.en"), "valid_tgt": str(bpe / "newstest2013.de"),
+        },
+        "model": paper["model"],
+        "variant": {},
+        "train": train,
+    }  # fmt: skip
+
+
+def train(args: argparse.Namespace) -> None:
+    """Start-up time, peak RSS and tokens/s of ``train`` on the full binarised data of ``--work``."""
+    settings = train_settings(args.work, args.updates, args.batch_tokens, args.threads)
+    outdir = args.work / "train_base"
+    command = [
+        "nmtvariants", "train", "--config-json", json.dumps(settings), "--outdir", str(outdir),
+        "--threads", str(args.threads), "--no-progress",
+    ]  # fmt: skip
+    started = time.time()
+    measured = timed(command, args.work / "train.log", REPO)
+    first = (args.work / "train.log").read_text().splitlines()[0]
+    logged = time.mktime(time.strptime(first[:19], "%Y-%m-%d %H:%M:%S"))
+    with (outdir / "train_log.csv").open() as handle:
+        rows = [row for row in csv.DictReader(handle) if row["split"] == "train"]
+    measured.update(
+        updates=args.updates, batch_tokens=args.batch_tokens, threads=args.threads,
+        startup_seconds=logged - started,
+        tokens_per_second=sum(float(r["tok_per_s"]) for r in rows[1:]) / max(1, len(rows) - 1),
+        model=settings["model"],
+    )  # fmt: skip
+    path = args.work / "scale_run.json"
+    record = json.loads(path.read_text())
+    record["train"] = measured
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps(measured))
+
+
 def run(args: argparse.Namespace) -> None:
     work: Path = args.work
     mirror = work / "mirror"
@@ -265,8 +313,11 @@ def fit_stages(records: list[dict]) -> dict[str, dict]:
     fits = {}
     for stage, values in sorted(points.items()):
         sizes = [v[0] for v in values]
-        b = growth_exponent(sizes, [v[1] for v in values])
-        e = growth_exponent(sizes, [v[2] for v in values])
+        if max(sizes) < 2 * min(sizes):  # the input does not grow with the corpus (the vocabularies)
+            b = e = 0.0
+        else:
+            b = growth_exponent(sizes, [v[1] for v in values])
+            e = growth_exponent(sizes, [v[2] for v in values])
         if b is None or e is None:
             continue
         fits[stage] = dict(
@@ -430,6 +481,12 @@ def main() -> None:
     binarize_parser = commands.add_parser("binarize", help="measure binarising again in a finished <work>")
     binarize_parser.add_argument("--work", type=Path, required=True)
     binarize_parser.set_defaults(func=rebinarize)
+    train_parser = commands.add_parser("train", help="BASE-model updates on the binarised data of <work>")
+    train_parser.add_argument("--work", type=Path, required=True)
+    train_parser.add_argument("--updates", type=int, default=100)
+    train_parser.add_argument("--batch-tokens", type=int, default=3072, help="the paper config's per GPU")
+    train_parser.add_argument("--threads", type=int, default=2)
+    train_parser.set_defaults(func=train)
     check_parser = commands.add_parser(
         "check", help="the plan's prediction for a run against its measurement"
     )

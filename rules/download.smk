@@ -11,7 +11,7 @@ for _name, _corpus in DOWNLOADED_CORPORA.items():
         log:
             f"logs/download/{_name}.log",
         benchmark:
-            f"logs/benchmarks/download/{_name}.tsv",
+            f"logs/benchmarks/download/{_name}.tsv"
         conda:
             "../envs/nmtvariants.yaml"
         threads: 1

@@ -15,7 +15,7 @@ rule tokenize:
     log:
         "logs/tokenize/{corpus}/{split}.{lang}.log",
     benchmark:
-        "logs/benchmarks/tokenize/{corpus}/{split}.{lang}.tsv",
+        "logs/benchmarks/tokenize/{corpus}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 2
@@ -48,7 +48,7 @@ rule clean:
     log:
         "logs/clean/{corpus}/{src}-{tgt}.log",
     benchmark:
-        "logs/benchmarks/clean/{corpus}/{src}-{tgt}.tsv",
+        "logs/benchmarks/clean/{corpus}/{src}-{tgt}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -76,7 +76,7 @@ rule clean_shared:
     log:
         "logs/clean/{corpus}/{pair}.{shared}.log",
     benchmark:
-        "logs/benchmarks/clean/{corpus}/{pair}.{shared}.tsv",
+        "logs/benchmarks/clean/{corpus}/{pair}.{shared}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -99,7 +99,7 @@ rule truecase_train:
     log:
         "logs/truecase_train/{corpus}/{pair}.{lang}.log",
     benchmark:
-        "logs/benchmarks/truecase_train/{corpus}/{pair}.{lang}.tsv",
+        "logs/benchmarks/truecase_train/{corpus}/{pair}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -122,7 +122,7 @@ rule truecase_apply:
     log:
         "logs/truecase_apply/{corpus}/{pair}/{split}.{lang}.log",
     benchmark:
-        "logs/benchmarks/truecase_apply/{corpus}/{pair}/{split}.{lang}.tsv",
+        "logs/benchmarks/truecase_apply/{corpus}/{pair}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 2
@@ -145,7 +145,7 @@ rule bpe_learn:
     log:
         "logs/bpe_learn/{corpus}/{src}-{tgt}.log",
     benchmark:
-        "logs/benchmarks/bpe_learn/{corpus}/{src}-{tgt}.tsv",
+        "logs/benchmarks/bpe_learn/{corpus}/{src}-{tgt}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -176,7 +176,7 @@ rule bpe_vocab_shared:
     log:
         "logs/bpe_vocab/{corpus}/{pair}.{shared}.log",
     benchmark:
-        "logs/benchmarks/bpe_vocab/{corpus}/{pair}.{shared}.tsv",
+        "logs/benchmarks/bpe_vocab/{corpus}/{pair}.{shared}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -202,7 +202,7 @@ rule bpe_apply:
     log:
         "logs/bpe_apply/{corpus}/{pair}/{split}.{lang}.log",
     benchmark:
-        "logs/benchmarks/bpe_apply/{corpus}/{pair}/{split}.{lang}.tsv",
+        "logs/benchmarks/bpe_apply/{corpus}/{pair}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -225,7 +225,7 @@ rule network_vocab:
     log:
         "logs/network_vocab/{corpus}/{src}-{tgt}.log",
     benchmark:
-        "logs/benchmarks/network_vocab/{corpus}/{src}-{tgt}.tsv",
+        "logs/benchmarks/network_vocab/{corpus}/{src}-{tgt}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -249,7 +249,7 @@ rule roundtrip:
     log:
         "logs/roundtrip/{corpus}/{pair}/{split}.{lang}.log",
     benchmark:
-        "logs/benchmarks/roundtrip/{corpus}/{pair}/{split}.{lang}.tsv",
+        "logs/benchmarks/roundtrip/{corpus}/{pair}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1

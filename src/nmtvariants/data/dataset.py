@@ -259,12 +259,12 @@ def binarize(
         )
     if not numbers:
         raise InputError(f"{src_path}, {tgt_path}: no usable sentence pairs")
-    data = ParallelData(
-        src_tokens=np.frombuffer(src_tokens, dtype=np.int32).copy(),
+    data = ParallelData(  # views of the buffers, not copies: the peak stays one corpus
+        src_tokens=np.frombuffer(src_tokens, dtype=np.int32),
         src_offsets=_offsets(np.frombuffer(src_lengths, dtype=np.int64)),
-        tgt_tokens=np.frombuffer(tgt_tokens, dtype=np.int32).copy(),
+        tgt_tokens=np.frombuffer(tgt_tokens, dtype=np.int32),
         tgt_offsets=_offsets(np.frombuffer(tgt_lengths, dtype=np.int64)),
-        line_numbers=np.frombuffer(numbers, dtype=np.int64).copy(),
+        line_numbers=np.frombuffer(numbers, dtype=np.int64),
         source_name=str(src_path),
     )
     return data if columns is None else data.attach(columns, vocab)

@@ -468,6 +468,18 @@ def sized_runtime(stage):
     )
 
 
+# Rules without a fitted curve: their stated floor or twice their input (Snakemake's own default
+# heuristic), whichever is larger, and a runtime that grows with the attempt as well.
+def input_sized_mb(floor_mb):
+    return lambda wildcards, input, attempt: stage_costs.input_sized_mb(
+        floor_mb, input.size_mb, attempt
+    )
+
+
+def grown_runtime(minutes):
+    return lambda wildcards, attempt: stage_costs.grown(minutes, attempt)
+
+
 def run_mem_mb(wildcards, input, attempt):
     """A training run's request: the experiment's mem_mb or, if larger, what holding its training
     data takes (stage `train_data`), grown with the attempt."""

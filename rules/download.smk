@@ -16,8 +16,8 @@ for _name, _corpus in DOWNLOADED_CORPORA.items():
             "../envs/nmtvariants.yaml"
         threads: 1
         resources:
-            mem_mb=2000,
-            runtime=lambda wildcards, attempt: stage_costs.grown(240, attempt),
+            mem_mb=input_sized_mb(2000),
+            runtime=grown_runtime(240),
         params:
             source=as_list(_corpus["source"]),
             dest=f"data/{_name}/raw",

@@ -43,8 +43,8 @@ rule average:
         "../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(30),
     params:
         checkpoints=checkpoints_folder("{run}"),
     shell:

@@ -80,3 +80,8 @@ def train_mem_mb(configured_mb: int, size_mb: float, attempt: int = 1) -> int:
     (stage ``train_data``: reading and binarising the BPE'd corpus in the process), with headroom."""
     data = STAGES["train_data"].peak_mb(size_mb) * MEMORY_HEADROOM
     return grown(max(configured_mb, data), attempt)
+
+
+def input_sized_mb(floor_mb: int, size_mb: float, attempt: int = 1) -> int:
+    """A rule without a fitted curve: its floor or twice its input, grown for a retry."""
+    return grown(max(floor_mb, 2 * size_mb), attempt)

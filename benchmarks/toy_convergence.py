@@ -15,8 +15,10 @@ Everything that is not named in a ``--setting`` comes from the workflow config (
 defaults filled in from the schema), so the first setting ``demo:`` is the demo's own baseline and
 the other rows are priced against it. A setting is ``NAME:key=value,...`` with keys from
 ``batch_tokens, lr_scale, warmup, max_updates, valid_every, save_every, keep_last, average_last``.
-Runs go to ``--workdir/<setting>/seed<N>/``; a run already finished there with the same settings is
-reused (its recorded train time included), so an interrupted measurement resumes. ``--data-root``
+Runs go to ``--workdir/<run id>/`` (the hash of the run's settings, seed included, as in the
+workflow's ``models/runs/``): a run already finished there is reused with its recorded train time,
+so an interrupted measurement resumes, and two rows that differ only in ``average_last`` share their
+runs and cost one training. ``--data-root``
 is a work folder where the workflow has built ``data/toyworld`` (e.g. a finished ``make demo``).
 
     PYTHONPATH=src OMP_NUM_THREADS=1 python benchmarks/toy_convergence.py --data-root ../shared/demo \\
@@ -44,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from nmtvariants.config import decode_settings, run_settings, with_defaults
+from nmtvariants.config import content_id, decode_settings, run_settings, with_defaults
 from nmtvariants.fileio import atomic_write
 from nmtvariants.training.plateau import PLATEAU_TOLERANCE, last_fifth_change, valid_curve
 
@@ -295,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for seed in args.seeds:
             run_config = run_settings(config, EXPERIMENT, PAIR, VARIANT, seed)
             run_config["train"] = {**run_config["train"], **setting.overrides}
-            run = workdir / setting.name / f"seed{seed}"
+            run = workdir / content_id(run_config)  # rows that differ only in averaging share it
             print(f"{setting.name} seed {seed}: training", flush=True)
             timing = train(run_config, run, data_root, args.threads, cli)
             scores = score(
@@ -304,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             record = json.loads((run / "run.json").read_text(encoding="utf-8"))
             seeds.append({
                 "seed": seed,
+                "run": run.name,
                 **curve_record(run / "train_log.csv"),
                 "run_json_plateau": record["plateau"],
                 "bleu": scores["bleu"]["score"],

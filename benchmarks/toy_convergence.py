@@ -239,7 +239,7 @@ def markdown(result: dict[str, Any]) -> str:
     ]
     for row in result["settings"]:
         t, seeds = row["train"], row["seeds"]
-        changes = " / ".join(f"{100 * s['last_fifth_change']:.1f}%" if s["last_fifth_change"] is not None
+        changes = " / ".join(f"{100 * s['last_fifth_change']:.2f}%" if s["last_fifth_change"] is not None
                              else "–" for s in seeds)  # fmt: skip
         plateau = " ".join("yes" if s["at_plateau"] else "no" for s in seeds)
         bleu, chrf = row["bleu"], row["chrf"]

@@ -41,6 +41,7 @@ def test_discovery_finds_every_cli_module_on_disk():
     )
     assert command_modules() == on_disk
     assert "nmtvariants.text.bpe_cli" in on_disk and "nmtvariants.training.cli" in on_disk
+    assert "nmtvariants.studies.emelin2019.cli" in on_disk
 
 
 def test_discovery_reaches_packages_within_subpackages_without_importing_them(tmp_path, monkeypatch):

@@ -333,8 +333,8 @@ def finish(args: argparse.Namespace) -> None:
     (``benchmarks/results/<config>_gpu.md`` and ``<config>_gpu_campaign.json``)."""
     from nmtvariants.config import run_index, training_runs
     from nmtvariants.reporting.manifest import write_manifest
-    from nmtvariants.studies import composition
-    from nmtvariants.studies.composition_plan import STUDY, CompositionPlan
+    from nmtvariants.studies.composition import tables as composition
+    from nmtvariants.studies.composition.plan import STUDY, CompositionPlan
 
     returned, work = args.returned.resolve(), args.workdir.resolve()
     os.chdir(work)

@@ -16,8 +16,8 @@ from nmtvariants.inference import cli as inference_cli
 from nmtvariants.inference.beam_search import beam_search, greedy_search, max_lengths
 from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 from nmtvariants.models import build_model, model_config
-from nmtvariants.studies import yang2020_cli
-from nmtvariants.studies.yang2020 import SpeedSettings
+from nmtvariants.studies.yang2020 import cli as yang2020_cli
+from nmtvariants.studies.yang2020.tables import SpeedSettings
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -33,12 +33,44 @@ def choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParse
 def test_discovery_finds_every_cli_module_on_disk():
     """Independent listing: the file system, not pkgutil."""
     on_disk = sorted(
-        f"nmtvariants.{path.parent.name}.{path.stem}"
-        for path in SRC.glob("*/*.py")
-        if (path.parent / "__init__.py").exists() and (path.stem == "cli" or path.stem.endswith("_cli"))
+        "nmtvariants." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+        for path in [*SRC.glob("*/*.py"), *SRC.glob("*/*/*.py")]
+        if (path.stem == "cli" or path.stem.endswith("_cli"))
+        and (path.parent / "__init__.py").exists()
+        and (path.parent.parent / "__init__.py").exists()
     )
     assert command_modules() == on_disk
     assert "nmtvariants.text.bpe_cli" in on_disk and "nmtvariants.training.cli" in on_disk
+    assert "nmtvariants.studies.emelin2019.cli" in on_disk
+
+
+def test_discovery_reaches_packages_within_subpackages_without_importing_them(tmp_path, monkeypatch):
+    """A study's package (``<sub>/<study>/cli.py``) is found like a stage of its own; deeper modules
+    and modules at the top are not stages, and listing imports none of the packages (their
+    ``__init__`` raises here)."""
+    files = {
+        "__init__.py": "",
+        "cli.py": "",
+        "group/__init__.py": "raise RuntimeError('imported while discovering')",
+        "group/cli.py": "",
+        "group/study/__init__.py": "raise RuntimeError('imported while discovering')",
+        "group/study/cli.py": "",
+        "group/study/extra_cli.py": "",
+        "group/study/tables.py": "",
+        "group/study/deeper/__init__.py": "",
+        "group/study/deeper/cli.py": "",
+    }
+    for name, text in files.items():
+        path = tmp_path / "fakepkg_nested" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert command_modules("fakepkg_nested") == [
+        "fakepkg_nested.group.cli",
+        "fakepkg_nested.group.study.cli",
+        "fakepkg_nested.group.study.extra_cli",
+    ]
+    assert "fakepkg_nested.group" not in sys.modules
 
 
 def test_commands_are_exactly_what_the_modules_register():
@@ -273,7 +305,7 @@ def test_a_text_command_imports_neither_torch_nor_the_other_stages():
         "    main(['tokenize', '--help'])\n"
         "except SystemExit as exit:\n"
         "    code = exit.code\n"
-        "stages = sorted(m for m in sys.modules if m.endswith('cli') and m.count('.') == 2)\n"
+        "stages = sorted(m for m in sys.modules if m.endswith('cli') and m.count('.') >= 2)\n"
         "print(code, 'torch' in sys.modules, 'matplotlib' in sys.modules, ','.join(stages))\n"
     )
     assert result.returncode == 0, result.stderr

@@ -10,7 +10,7 @@ from workflow_configs import REPO
 
 from nmtvariants.config import run_index, training_runs, with_defaults
 from nmtvariants.layout import averaged_model
-from nmtvariants.studies.emelin2019_plan import Emelin2019Plan
+from nmtvariants.studies.emelin2019.plan import Emelin2019Plan
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 

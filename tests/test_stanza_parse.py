@@ -21,7 +21,7 @@ from nmtvariants.cli import build_parser_for, main
 from nmtvariants.corpora.catalogue import get_corpus
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import read_lines, write_lines
-from nmtvariants.studies.bugliarello2020_plan import Bugliarello2020Plan
+from nmtvariants.studies.bugliarello2020.plan import Bugliarello2020Plan
 from nmtvariants.syntax.attachment import attachment_scores
 from nmtvariants.syntax.cli import SIZE_FLAGS
 from nmtvariants.syntax.conllu import read_conllu, write_conllu

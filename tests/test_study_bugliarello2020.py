@@ -20,7 +20,8 @@ from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import read_lines, write_lines
 from nmtvariants.reporting.deviations import check_registry
 from nmtvariants.reporting.manifest import Entry, write_manifest
-from nmtvariants.studies.bugliarello2020 import (
+from nmtvariants.studies.bugliarello2020.plan import Bugliarello2020Plan
+from nmtvariants.studies.bugliarello2020.tables import (
     DEVIATIONS,
     TABLE_KEYS,
     ablation_table,
@@ -30,7 +31,6 @@ from nmtvariants.studies.bugliarello2020 import (
     main_table,
     project_tree,
 )
-from nmtvariants.studies.bugliarello2020_plan import Bugliarello2020Plan
 from nmtvariants.syntax.conllu import format_sentence, make_sentence, read_conllu
 from nmtvariants.syntax.parents import iter_parents_x2
 

@@ -16,7 +16,7 @@ import torch
 from nmtvariants.cli import main
 from nmtvariants.models import build_model, model_config
 from nmtvariants.reporting.manifest import Entry, write_manifest
-from nmtvariants.studies.composition import parts
+from nmtvariants.studies.composition.tables import parts
 
 VARIANTS = {
     "transformer": {},

@@ -31,7 +31,7 @@ from nmtvariants.data.vocab import EOS_ID, SPECIALS, Vocabulary
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import write_lines
 from nmtvariants.reporting.manifest import Entry, write_manifest
-from nmtvariants.studies import emelin2019 as tables
+from nmtvariants.studies.emelin2019 import tables
 from nmtvariants.syntax.conllu import make_sentence, write_conllu
 
 

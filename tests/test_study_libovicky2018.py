@@ -28,14 +28,14 @@ from nmtvariants.evaluation.results import write_scores_json
 from nmtvariants.models import build_model, capture, model_config
 from nmtvariants.reporting.deviations import check_registry
 from nmtvariants.reporting.manifest import Entry, write_manifest
-from nmtvariants.studies.libovicky2018 import (
+from nmtvariants.studies.libovicky2018.plan import TABLES
+from nmtvariants.studies.libovicky2018.tables import (
     DEVIATIONS,
     TABLE_KEYS,
     System,
     adversarial_table,
     source_attention,
 )
-from nmtvariants.studies.libovicky2018_plan import TABLES
 
 by_key = {deviation.key: deviation for deviation in DEVIATIONS}
 
@@ -536,7 +536,7 @@ def test_the_offline_demo_normalises_its_untrained_features_with_the_labelled_op
     """The paper's configs feed the ImageNet ResNet's raw features to the paper's projection; the
     demo's untrained ResNet needs the LayerNorm option after it (a deviation its Table 1 lists), and
     nothing standardises features unless asked."""
-    from nmtvariants.studies.libovicky2018_plan import IMAGE_DEFAULTS
+    from nmtvariants.studies.libovicky2018.plan import IMAGE_DEFAULTS
 
     demo = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["image_features"]
     paper = yaml.safe_load((ROOT / "experiments/libovicky2018.yaml").read_text(encoding="utf-8"))
@@ -581,7 +581,7 @@ def test_plan_reports_the_deviation_conditions_its_config_meets(config_file, tab
     from types import SimpleNamespace
 
     from nmtvariants.config import with_defaults
-    from nmtvariants.studies.libovicky2018_plan import Libovicky2018Plan
+    from nmtvariants.studies.libovicky2018.plan import Libovicky2018Plan
 
     config = yaml.safe_load((ROOT / config_file.removeprefix("meteor 1.5 + ")).read_text(encoding="utf-8"))
     if config_file.startswith("meteor 1.5 + "):

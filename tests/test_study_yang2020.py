@@ -30,7 +30,7 @@ from nmtvariants.models import build_model, model_config
 from nmtvariants.models.config import study_overrides
 from nmtvariants.reporting.deviations import check_registry
 from nmtvariants.reporting.manifest import Entry, write_manifest
-from nmtvariants.studies.yang2020 import (
+from nmtvariants.studies.yang2020.tables import (
     DEVIATIONS,
     TABLE_KEYS,
     SpeedSettings,
@@ -379,7 +379,7 @@ def test_the_aer_table_gives_each_layer_the_mean_and_sd_over_the_seeds(tmp_path)
 def test_tables_carry_their_deviations_from_the_paper_and_no_others(tmp_path):
     """Checkpoint averaging under every BLEU table, the missing Chinese segmentation only where a pair
     has Chinese, the gold sets under the AER table only."""
-    from nmtvariants.studies.yang2020_cli import TABLES
+    from nmtvariants.studies.yang2020.cli import TABLES
 
     check_registry(DEVIATIONS, TABLE_KEYS)
     assert tuple(TABLES) == TABLE_KEYS  # the command's kinds
@@ -701,7 +701,7 @@ def test_with_hyphens_the_gold_links_are_read_against_the_glued_words(tmp_path):
     assert all(row["n_source_words"] == 7 for row in rows)
     (tmp_path / "gold").write_text("0-0 1-1 2-2 3-3 4-4 5-5 6-7\n", encoding="utf-8")
     with pytest.raises(InputError, match="gold"):
-        from nmtvariants.studies.yang2020 import gold_aligned_set
+        from nmtvariants.studies.yang2020.tables import gold_aligned_set
 
         gold_aligned_set(src, tgt, tmp_path / "gold")
 
@@ -993,7 +993,7 @@ def test_the_hansards_gold_keeps_its_tokens_through_the_models_chain(hansards, t
             expected = [normalize(t).strip().lower() for t in gold_line.split()]
             assert [t.lower() for t in joined] == expected, gold_line
     from nmtvariants.corpora.alignments import read_alignments
-    from nmtvariants.studies.yang2020 import gold_aligned_set
+    from nmtvariants.studies.yang2020.tables import gold_aligned_set
 
     words = (hansards["test.orig.en"], hansards["test.orig.fr"])
     test_set = gold_aligned_set(
@@ -1060,7 +1060,7 @@ def test_layer_aer_on_the_hansards_gold_checks_words_and_equals_the_library(hans
     lines = hansards["test.orig.fr"].read_text(encoding="utf-8").splitlines()
     lines[2] = " ".join(lines[2].split()[:-1])
     short = _write(tmp_path / "short.fr", lines)
-    from nmtvariants.studies.yang2020 import gold_aligned_set
+    from nmtvariants.studies.yang2020.tables import gold_aligned_set
 
     with pytest.raises(InputError, match=rf"test\.fr:3: .* but {re.escape(str(short))}:3 has"):
         gold_aligned_set(
@@ -1070,7 +1070,7 @@ def test_layer_aer_on_the_hansards_gold_checks_words_and_equals_the_library(hans
 
 def test_the_multi30k_config_scores_the_enfr_model_on_hansards_and_shares_the_ende_baseline():
     from nmtvariants.config import run_index
-    from nmtvariants.studies.yang2020_plan import Yang2020Plan
+    from nmtvariants.studies.yang2020.plan import Yang2020Plan
 
     config = resolved(yaml.safe_load(MULTI30K_CONFIG.read_text(encoding="utf-8")))
     flow = Yang2020Plan(config, run_index(training_runs(config)))

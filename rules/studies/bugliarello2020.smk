@@ -1,10 +1,10 @@
 # Bugliarello & Okazaki (2020), PASCAL: parses -> parent and label streams -> the syntax-aware variants'
 # runs (experiments with `study: bugliarello2020`; each plug-in declares the streams it reads) -> Table 1
 # (BLEU, ‡ against the Transformer, RIBES for Japanese), Figure 2 (BLEU by source length) and Table 3
-# (PASCAL layer and variance ablations). Library: nmtvariants.studies.bugliarello2020 (tables, gold
-# trees) and bugliarello2020_plan (what the rules build from the config). Seeds: Tables 1 and 3 give
-# the mean ± sd over every seed of an experiment's `seeds` and ‡ from the test over all of them;
-# Figure 2 (BLEU by source length) reads the first seed's outputs.
+# (PASCAL layer and variance ablations). Library: the package nmtvariants.studies.bugliarello2020, its
+# tables.py (tables, gold trees) and plan.py (what the rules build from the config). Seeds: Tables 1
+# and 3 give the mean ± sd over every seed of an experiment's `seeds` and ‡ from the test over all of
+# them; Figure 2 (BLEU by source length) reads the first seed's outputs.
 #
 # Parses are of the truecased Moses tokens the BPE was applied to (data/<corpus>/<pair>/tc/, the cleaned
 # lines for the training split): gold trees moved onto them for toyworld, Stanza on them elsewhere
@@ -26,7 +26,7 @@
 # linearised parse of the source), tagged valid and test sources, the valid targets, and a joint
 # vocabulary of the derived training files (nmtvariants.syntax.linearize).
 
-from nmtvariants.studies import bugliarello2020_plan as b20
+from nmtvariants.studies.bugliarello2020 import plan as b20
 
 # the plan stops here on an ablation list or an experiment it cannot plan; significance against the
 # Transformer over every seed of both is the core rule `significance` (rules/evaluate.smk)

@@ -1,13 +1,13 @@
 # Variants compose (experiments with `study: composition`, e.g. experiments/multi30k_composition.yaml):
 # a model with several studies' mechanisms at once beside each mechanism alone and the baseline, at
-# equal updates over the experiment's seeds. Library: nmtvariants.studies.composition (the table) and
-# composition_plan (what the rules build).
+# equal updates over the experiment's seeds. Library: the package nmtvariants.studies.composition, its
+# tables.py (the table) and plan.py (what the rules build).
 #   results/tables/composition/<experiment>.md             the generic scores table (BLEU, chrF, TER)
 #   results/tables/composition/<experiment>_mechanisms.md  BLEU and chrF mean ± sd, Δ and p against
 #       the baseline (the core `significance` rule, over sentences and replicas), parameters, training
 #       tokens/s, wall time, updates and the plateau record, and each composed variant's Δ beside the
 #       sum of its parts' Δ
-from nmtvariants.studies import composition_plan as composition
+from nmtvariants.studies.composition import plan as composition
 
 # its tables, and every variant's significance against the baseline (rule `significance`)
 COMPOSITION = composition.CompositionPlan(config, RUN_OF)

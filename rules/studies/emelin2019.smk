@@ -31,10 +31,10 @@
 # `seeds` (mean ± sd, n), and so do the similarity (Figures 6-7), the gates and ContraWSD (one job per
 # replica); Table 5 reads the first seed's runs (parameters are the same in every seed) and says so
 # (Emelin2019Plan.first_seed_note). What each table and analysis reads, and the inputs of
-# the rules below: src/nmtvariants/studies/emelin2019_plan.py.
+# the rules below: src/nmtvariants/studies/emelin2019/plan.py.
 
 
-from nmtvariants.studies import emelin2019_plan as emelin
+from nmtvariants.studies.emelin2019 import plan as emelin
 
 EMELIN_PLAN = emelin.Emelin2019Plan(config, RUN_OF)
 # its tables, figures and the bootstrap's significance tests (rule `significance`, rules/evaluate.smk)

@@ -2,7 +2,7 @@
 # multi-source (several languages) translation. Experiments with `study: libovicky2018` name the extra
 # inputs of their variants (`inputs.<variant>: {features: resnet}` or `{sources: [src_<lang>, ...]}`);
 # the rules here write those inputs, decode the test set again with one input deranged (adversarial
-# evaluation, over libovicky2018_plan.SEEDS), score everything the Multi30k way (lower-cased, tokenised
+# evaluation, over libovicky2018.plan.SEEDS), score everything the Multi30k way (lower-cased, tokenised
 # BLEU and METEOR) and build:
 #   results/tables/libovicky2018/table1_mmt.md          (experiments whose variants read images)
 #   results/tables/libovicky2018/table2_multisource.md  (experiments whose variants read more sources)
@@ -25,7 +25,7 @@
 # ± sd over the training seeds; the attention figure draws each line as the mean over the seeds' models
 # with a ± sd band.
 
-from nmtvariants.studies import libovicky2018_plan as lib
+from nmtvariants.studies.libovicky2018 import plan as lib
 
 LIBOVICKY2018 = lib.Libovicky2018Plan(config, RUN_OF)
 # its tables and the attention figure
@@ -94,7 +94,7 @@ rule libovicky2018_pair_features:
 rule libovicky2018_source:
     input:
         # the pair's chain for a language that shares its BPE (preprocess.bpe.shared_with; checked by
-        # libovicky2018_plan.Libovicky2018Plan at start-up)
+        # libovicky2018.plan.Libovicky2018Plan at start-up)
         "data/{corpus}/{pair}/bpe/{split}.{lang}",
     output:
         "data/{corpus}/{pair}/inputs/{split}.src_{lang}",

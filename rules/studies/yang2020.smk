@@ -17,7 +17,7 @@
 # a quarter of toyworld's test pairs), and `layer-aer` counts every BPE-joined token as a word. So
 # the study's `yang2020-layer-aer` runs layer-aer's computation with words glued across `@-@`
 # (every gold link is checked against those word counts). An EN-FR (or FR-EN) pair of a corpus
-# without its own gold (GOLD in nmtvariants.studies.yang2020_plan) is scored on the Hansards
+# without its own gold (GOLD in nmtvariants.studies.yang2020.plan) is scored on the Hansards
 # EN-FR gold (HANSARDS there; catalogue `hansards_enfr_align`, from `mirror:` first): its
 # lower-cased, tokenised text keeps its tokens (the gold indexes them) and only goes through the
 # pair's normalisation, truecaser and BPE (and hyphen split/escaping if the corpus has them), and
@@ -31,7 +31,7 @@
 import json
 import os
 
-from nmtvariants.studies.yang2020_plan import (
+from nmtvariants.studies.yang2020.plan import (
     HANSARDS,
     HANSARDS_RAW,
     PROBE_FIGURES,

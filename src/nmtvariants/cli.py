@@ -2,12 +2,13 @@
 
 Each stage module exposes ``add_parser(subparsers)`` that registers its sub-command(s) and sets
 ``func`` on the parsed namespace. Stage modules are *discovered*, not listed: every module named
-``cli`` or ending in ``_cli`` directly inside a subpackage of ``nmtvariants`` (``text/cli.py``,
-``text/bpe_cli.py``, ``analysis/cli.py``, ...). A study adds its commands by adding such a module,
-without editing a shared list. Discovery reads directory listings only (``pkgutil.iter_modules``
-on each subpackage's search path, which imports no subpackage), and a module that fails to import
-costs only its own commands, with a one-line warning, so that a broken optional stage cannot take
-the others down.
+``cli`` or ending in ``_cli`` inside a subpackage of ``nmtvariants`` (``text/cli.py``,
+``text/bpe_cli.py``, ``analysis/cli.py``, ...) or one level further down, inside a package within a
+subpackage (``studies/emelin2019/cli.py``: every study is a package of its own). A study adds its
+commands by adding such a module, without editing a shared list. Discovery reads directory listings
+only (``pkgutil.iter_modules`` on each package's folder, whose finder locates the files without
+importing any package), and a module that fails to import costs only its own commands, with a
+one-line warning, so that a broken optional stage cannot take the others down.
 
 Every job of the workflow is a fresh ``nmtvariants <command>`` process, so importing every stage
 module (torch, matplotlib, pandas, ...) to run one text command would cost seconds per job. The
@@ -40,31 +41,44 @@ def is_command_module(name: str) -> bool:
     return name == "cli" or name.endswith("_cli")
 
 
+# How many package levels below the top package discovery looks into: 1 finds ``<package>.<sub>.cli``,
+# 2 also ``<package>.<sub>.<study>.cli``. Deeper would cost a directory listing per nested package on
+# every command for no stage that needs it.
+DISCOVERY_DEPTH = 2
+
+
 def _command_module_sources(package: str) -> dict[str, str | None]:
     """Dotted name -> source file (None when it is not a ``.py`` file) of each stage module, found
-    without importing any subpackage: pkgutil's finder for the subpackage's folder locates the file."""
+    without importing any subpackage: each package's folder is listed, and the finder that listed it
+    locates the module file and the nested packages' folders (``find_spec`` on a dotted name would
+    import every parent package instead)."""
     spec = importlib.util.find_spec(package)
     if spec is None or spec.submodule_search_locations is None:
         raise ModuleNotFoundError(f"{package} is not an importable package")
     sources: dict[str, str | None] = {}
-    for sub in pkgutil.iter_modules(spec.submodule_search_locations):
-        if not sub.ispkg:
-            continue
-        sub_spec = importlib.util.find_spec(f"{package}.{sub.name}")
-        if sub_spec is None or sub_spec.submodule_search_locations is None:
-            continue
-        for module in pkgutil.iter_modules(sub_spec.submodule_search_locations):
-            if module.ispkg or not is_command_module(module.name):
+
+    def visit(prefix: str, locations: list[str], depth: int) -> None:
+        for module in pkgutil.iter_modules(locations):
+            nested = module.ispkg and depth < DISCOVERY_DEPTH
+            if not nested and (module.ispkg or depth == 0 or not is_command_module(module.name)):
                 continue
-            name = f"{package}.{sub.name}.{module.name}"
+            name = f"{prefix}.{module.name}"
             find_spec = getattr(module.module_finder, "find_spec", None)
-            origin = getattr(find_spec(name) if find_spec else None, "origin", None)
+            found = find_spec(name) if find_spec else None
+            if nested:
+                if found is not None and found.submodule_search_locations:
+                    visit(name, list(found.submodule_search_locations), depth + 1)
+                continue
+            origin = getattr(found, "origin", None)
             sources[name] = origin if origin and origin.endswith(".py") else None
+
+    visit(package, list(spec.submodule_search_locations), 0)
     return dict(sorted(sources.items()))
 
 
 def command_modules(package: str = PACKAGE) -> list[str]:
-    """Dotted names of the stage modules of ``package``, sorted: ``<package>.<sub>.[*_]cli``."""
+    """Dotted names of the stage modules of ``package``, sorted: ``<package>.<sub>.[*_]cli`` and
+    ``<package>.<sub>.<subsub>.[*_]cli``."""
     return list(_command_module_sources(package))
 
 

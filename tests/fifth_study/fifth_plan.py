@@ -1,7 +1,7 @@
 """The fifth study's planner and its one table: the learned embedding gate and the scores of each
 variant, mean ± sd over the experiment's seeds.
 
-Like the built-in studies' plans (src/nmtvariants/studies/*_plan.py), the planner is free of
+Like the built-in studies' plans (src/nmtvariants/studies/<paper>/plan.py), the planner is free of
 Snakemake: ``GatePlan(config, run_of)`` says which files the table reads, from the shared
 machinery (replicas, run ids, the layout); fifth_study.smk runs this file as its rule's script,
 which writes the table (:func:`write_gate_table`). No ``from __future__`` import: Snakemake puts

@@ -746,7 +746,7 @@ def _hansards() -> Corpus:
     files.append(talp)
     extracts.append(Extract("test.talp", talp.name))
     # the same test tokens with the original punctuation (the Berkeley copy has -LRB- and '' for « in
-    # 17 English lines): what a model is fed (studies/yang2020_plan.py)
+    # 17 English lines): what a model is fed (studies/yang2020/plan.py)
     bars = _pinned(f"{_HANSARDS}/crossalign.test.en-fr", f"{_CROSSALIGN}/data/test.en-fr")
     files.append(bars)
     extracts += [

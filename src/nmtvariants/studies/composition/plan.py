@@ -1,5 +1,5 @@
 """What rules/studies/composition.smk builds for a config: one table per experiment with ``study:
-composition`` (nmtvariants.studies.composition says what it holds), and the manifest it reads.
+composition`` (nmtvariants.studies.composition.tables says what it holds), and the manifest it reads.
 
 :class:`CompositionPlan` is a :class:`nmtvariants.studies.plan_base.StudyPlan`, as every study's
 planner: the experiments, replicas, run files and significance entries come from the base; this
@@ -12,7 +12,7 @@ from __future__ import annotations
 from nmtvariants.config import experiment_replicas
 from nmtvariants.layout import final_model, run_folder, scores_file, train_log
 from nmtvariants.reporting.manifest import Entry
-from nmtvariants.studies.composition import METRICS
+from nmtvariants.studies.composition.tables import METRICS
 from nmtvariants.studies.plan_base import StudyPlan
 
 STUDY = "composition"
@@ -37,7 +37,7 @@ class CompositionPlan(StudyPlan):
         """The table's manifest: one entry per (test set, replica) with its score file, its run's
         record, log and final model, and (but for the reference) the variant's significance test over
         replicas; ``info`` holds the variant's switches, from which
-        :func:`nmtvariants.studies.composition.parts` finds the composed variants."""
+        :func:`nmtvariants.studies.composition.tables.parts` finds the composed variants."""
         spec = self.experiments[experiment]
         reference = self.reference_variant(experiment)
         entries = []

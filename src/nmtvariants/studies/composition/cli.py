@@ -1,5 +1,5 @@
 """Sub-command ``composition-table``: the composed model beside each mechanism alone and the baseline
-(:mod:`nmtvariants.studies.composition`); rules/studies/composition.smk writes its manifest."""
+(:mod:`nmtvariants.studies.composition.tables`); rules/studies/composition.smk writes its manifest."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run_composition_table(args: argparse.Namespace) -> None:
     from nmtvariants.reporting.manifest import read_manifest
-    from nmtvariants.studies.composition import ROLES, composition_table, parts
+    from nmtvariants.studies.composition.tables import ROLES, composition_table, parts
 
     entries = read_manifest(args.manifest, roles=ROLES, names=("variant", "seed", "testset"))
     composed = parts({entry.variant: entry.info.get("switches") for entry in entries})

@@ -22,7 +22,7 @@ from nmtvariants.errors import ConfigError
 from nmtvariants.layout import train_log
 from nmtvariants.reporting.manifest import Entry
 from nmtvariants.studies.plan_base import RunIndex, StudyPlan
-from nmtvariants.studies.yang2020 import (
+from nmtvariants.studies.yang2020.tables import (
     SIMPLIFIED,
     STANDARD,
     STUDY,

@@ -7,12 +7,12 @@
     nmtvariants bugliarello2020-parser-table --manifest M.json --out parser.md
 
 The manifests (:mod:`nmtvariants.reporting.manifest`, written by the rules from
-:mod:`nmtvariants.studies.bugliarello2020_plan`): a table's holds, system by system (experiment, pair,
+:mod:`nmtvariants.studies.bugliarello2020.plan`): a table's holds, system by system (experiment, pair,
 test set, variant), the ``scores`` of every replica (with its seed) and, but for the Transformer, one
 entry without a seed with the ``significance`` test over all seeds; every entry's ``info`` has the
 variant's ``switches`` and ``derived`` corpus. The length figure's holds each system's ``length`` JSON
 (first seed), the parser table's the ``scores`` of each language's parser.
-See :mod:`nmtvariants.studies.bugliarello2020`.
+See :mod:`nmtvariants.studies.bugliarello2020.tables`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from nmtvariants.reporting.manifest import Entry, groups, read_manifest
 from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
-from nmtvariants.studies.bugliarello2020 import (
+from nmtvariants.studies.bugliarello2020.tables import (
     DEVIATIONS,
     ablation_table,
     length_rows,

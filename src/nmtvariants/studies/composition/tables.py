@@ -12,7 +12,7 @@ shared with any other table that tests the same pair).
 
 :func:`parts` finds the composed variants from the config: a variant whose switches are the union of
 two or more other variants' switches. What the rules build and the table's manifest:
-:mod:`nmtvariants.studies.composition_plan`.
+:mod:`nmtvariants.studies.composition.plan`.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 the decoding-speed measurement, and ``layer-aer`` on text tokenised with Moses' hyphen splitting.
 
 The rule passes what each table or figure is built from as a manifest (``--manifest FILE``,
-:mod:`nmtvariants.reporting.manifest`, from :class:`nmtvariants.studies.yang2020_plan.Yang2020Plan`):
+:mod:`nmtvariants.reporting.manifest`, from :class:`nmtvariants.studies.yang2020.plan.Yang2020Plan`):
 every entry names its system (experiment, pair, variant; the rest of
-:class:`nmtvariants.studies.yang2020.System` in its ``info``) and its files, so that the paths are
+:class:`nmtvariants.studies.yang2020.tables.System` in its ``info``) and its files, so that the paths are
 decided in one place and the tables see exactly the files Snakemake tracked. Roles: ``scores`` (one
 entry per replica and test set; Table 4 also ``checkpoint``, ``train_log`` and ``decode_speed``),
 ``layer_aer`` (the AER table and Figures 4-7; ``info`` has the ``gold`` set, ``corpus`` and ``seeds``)
@@ -150,7 +150,7 @@ def _entries(path: str, role: str) -> list[dict[str, Any]]:
     the files by role and the rest of the ``info`` (the AER table's gold set, corpus and seeds)."""
     from nmtvariants.reporting.manifest import read_manifest
     from nmtvariants.reporting.results import UNRECORDED_SEED
-    from nmtvariants.studies.yang2020 import SYSTEM_INFO, manifest_system
+    from nmtvariants.studies.yang2020.tables import SYSTEM_INFO, manifest_system
 
     entries = []
     for entry in read_manifest(path, roles=[role]):
@@ -167,7 +167,7 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.reporting.deviations import applicable
     from nmtvariants.reporting.replicas import seeds_note
     from nmtvariants.reporting.tables import write_table
-    from nmtvariants.studies.yang2020 import (
+    from nmtvariants.studies.yang2020.tables import (
         DEVIATIONS,
         bleu_table,
         read_decode_speed,
@@ -180,7 +180,7 @@ def run_table(args: argparse.Namespace) -> int:
     title, notes = TABLES[args.kind]
     deviations = applicable(DEVIATIONS, args.kind, table_conditions([e["system"] for e in entries]))
     if args.kind == "aer":
-        from nmtvariants.studies.yang2020 import layer_aer_table
+        from nmtvariants.studies.yang2020.tables import layer_aer_table
 
         hansards = [e["corpus"] for e in entries if e["gold"] == "hansards"]
         notes += hansards_note(hansards) if hansards else ""
@@ -215,7 +215,7 @@ def run_table(args: argparse.Namespace) -> int:
 
 
 def run_figure_data(args: argparse.Namespace) -> int:
-    from nmtvariants.studies.yang2020 import (
+    from nmtvariants.studies.yang2020.tables import (
         FIGURE_MODULES,
         aer_figure_rows,
         probe_figure_rows,
@@ -245,7 +245,7 @@ def run_decode_speed(args: argparse.Namespace) -> int:
     from nmtvariants.fileio import read_lines
     from nmtvariants.inference.translate import check_vocabulary
     from nmtvariants.models import load_model
-    from nmtvariants.studies.yang2020 import SpeedSettings, decode_speed
+    from nmtvariants.studies.yang2020.tables import SpeedSettings, decode_speed
 
     if args.max_sentences < 1:
         raise ConfigError(f"--max-sentences must be positive, got {args.max_sentences}")
@@ -279,7 +279,7 @@ def run_layer_aer(args: argparse.Namespace) -> int:
     from nmtvariants.evaluation.layer_alignment import layer_aer, write_layer_csv
     from nmtvariants.inference.translate import check_vocabulary
     from nmtvariants.models import load_model
-    from nmtvariants.studies.yang2020 import gold_aligned_set
+    from nmtvariants.studies.yang2020.tables import gold_aligned_set
 
     if args.batch_size < 1:
         raise ConfigError(f"--batch-size must be positive, got {args.batch_size}")
@@ -299,7 +299,7 @@ def run_layer_aer(args: argparse.Namespace) -> int:
 
 
 def run_gold_chain(args: argparse.Namespace) -> int:
-    from nmtvariants.studies.yang2020 import chain_gold_text
+    from nmtvariants.studies.yang2020.tables import chain_gold_text
 
     try:
         preprocess = json.loads(args.preprocess)

@@ -45,7 +45,7 @@ MEAN = "mean"
 BLEU, TOK_BLEU = "BLEU", "tok. BLEU"
 BLEU_KEYS = ["experiment", "pair", "variant", "testset"]  # one row of Tables 1-3 (over seeds)
 SHORTCUT_OPTIONS = ("kind", "self_attention", "cross_attention", "source", "wiring")
-# The study's table commands (emelin2019_cli.py): bleu writes Tables 1-3, variants Table 4, params
+# The study's table commands (cli.py): bleu writes Tables 1-3, variants Table 4, params
 # Table 5, probes the probe breakdowns.
 TABLE_KEYS = ("bleu", "variants", "params", "bootstrap", "probes", "gates", "contrawsd")
 # Every known difference from the paper behind the study's tables (reporting/deviations.py). ``when``:

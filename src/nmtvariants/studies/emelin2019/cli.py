@@ -2,7 +2,7 @@
 
 Each table command reads the files its manifest names (``--manifest FILE``:
 :mod:`nmtvariants.reporting.manifest`, written by the rule from
-:class:`nmtvariants.studies.emelin2019_plan.Emelin2019Plan`) and writes the table with
+:class:`nmtvariants.studies.emelin2019.plan.Emelin2019Plan`) and writes the table with
 :func:`nmtvariants.reporting.tables.write_table` (markdown, CSV and provenance record)::
 
     nmtvariants emelin2019-bleu --manifest M.json [--mean-testsets nt14 nt15] --title T --out t1.md
@@ -37,7 +37,7 @@ from nmtvariants.reporting.manifest import Entry, read_manifest
 from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
-from nmtvariants.studies import emelin2019 as tables
+from nmtvariants.studies.emelin2019 import tables
 from nmtvariants.syntax.conllu import read_conllu
 
 

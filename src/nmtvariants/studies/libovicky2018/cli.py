@@ -7,7 +7,7 @@
 
 The table and the join read their inputs from a manifest (``--manifest FILE``,
 :mod:`nmtvariants.reporting.manifest`, written by the rule from
-:class:`nmtvariants.studies.libovicky2018_plan.Libovicky2018Plan`): the table one entry per replica (training
+:class:`nmtvariants.studies.libovicky2018.plan.Libovicky2018Plan`): the table one entry per replica (training
 seed) of each row with its ``clean`` scores, a multi-input system's ``adversarial`` summary and the
 row's ``label``; the join one entry per ``attention`` CSV, labelled with its series.
 """
@@ -78,7 +78,7 @@ def run_attention(args: argparse.Namespace) -> int:
     from nmtvariants.data.extra_inputs import ExtraInputFiles, model_feature_channels
     from nmtvariants.data.vocab import Vocabulary
     from nmtvariants.models import load_model
-    from nmtvariants.studies.libovicky2018 import source_attention, write_csv
+    from nmtvariants.studies.libovicky2018.tables import source_attention, write_csv
 
     torch.set_num_threads(args.threads)
     model = load_model(args.checkpoint)
@@ -106,7 +106,7 @@ def run_join(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from nmtvariants.reporting.manifest import read_manifest
-    from nmtvariants.studies.libovicky2018 import write_csv
+    from nmtvariants.studies.libovicky2018.tables import write_csv
 
     entries = read_manifest(args.manifest, roles=["attention"], names=["label"])
     joined = pd.concat(
@@ -130,7 +130,7 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.reporting.replicas import seeds_note
     from nmtvariants.reporting.results import UNRECORDED_SEED
     from nmtvariants.reporting.tables import write_table
-    from nmtvariants.studies.libovicky2018 import DEVIATIONS, System, adversarial_table
+    from nmtvariants.studies.libovicky2018.tables import DEVIATIONS, System, adversarial_table
 
     known = {deviation.when for deviation in DEVIATIONS if deviation.when}
     unknown = sorted(set(args.condition) - known)
@@ -182,7 +182,7 @@ def add_images_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run_images(args: argparse.Namespace) -> int:
     from nmtvariants.corpora.multi30k import IMAGES_GATE
-    from nmtvariants.studies.libovicky2018 import check_user_images
+    from nmtvariants.studies.libovicky2018.tables import check_user_images
 
     count = check_user_images(args.images, args.list, IMAGES_GATE)
     log.info("libovicky2018-images: %d images of %s in %s", count, args.list, args.images)

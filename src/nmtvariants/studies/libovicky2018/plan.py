@@ -393,7 +393,7 @@ class Libovicky2018Plan(StudyPlan):
     # --- Tables 1 and 2 -----------------------------------------------------------------------------
     def table_conditions(self, wildcards: Any) -> list[str]:
         """``--condition`` arguments of the table builder: which of the study's conditional deviations
-        from the paper (studies/libovicky2018.py DEVIATIONS) the config's systems of this table meet."""
+        from the paper (``DEVIATIONS`` in the study's tables.py) the config's systems of this table meet."""
         systems = self.systems(wildcards.table)
         corpora = {self.experiments[e]["corpus"] for e, *_ in systems}
         conditions = [] if self.meteor_home else ["nltk_meteor"]

@@ -190,8 +190,9 @@ def train_settings(work: Path, updates: int, batch_tokens: int, threads: int) ->
     bpe = work / "data" / CORPUS / PAIR / "bpe"
     train = {key: paper["train"][key] for key in ("warmup",)}
     train.update(
-        max_updates=updates, batch_tokens=batch_tokens, save_every=updates, keep_last=1, valid_every=updates + 1,
-        log_every=max(1, updates // 10), threads=threads, tensorboard=False, seed=1234,
+        max_updates=updates, batch_tokens=batch_tokens, save_every=updates, keep_last=1,
+        valid_every=updates + 1, log_every=max(1, updates // 10), threads=threads, tensorboard=False,
+        seed=1234,
     )  # fmt: skip
     return {
         "data": {

@@ -299,8 +299,8 @@ def growth_exponent(sizes: list[float], values: list[float]) -> float | None:
 
 
 def fit_stages(records: list[dict]) -> dict[str, dict]:
-    """Per stage, over its training-corpus jobs at every size: ``seconds = a * MiB^b``, ``peak RSS MB
-    = c * MiB^e`` (log-log least squares) and the input MiB per training pair."""
+    """Per stage, over its training-corpus jobs at every size: ``seconds = a * MiB^b`` (log-log least
+    squares), ``peak RSS MB = c + d * MiB`` (least squares, d >= 0) and the input MiB per pair."""
     points: dict[str, list[tuple[float, float, float, float]]] = {}
     for record in records:
         jobs = [job for job in record["jobs"] if job["scope"] == "train" and job["input_mb"]]
@@ -317,22 +317,28 @@ def fit_stages(records: list[dict]) -> dict[str, dict]:
     fits = {}
     for stage, values in sorted(points.items()):
         sizes = [v[0] for v in values]
-        if max(sizes) < 2 * min(sizes):  # the input does not grow with the corpus (the vocabularies)
-            b = e = 0.0
-        else:
-            b = growth_exponent(sizes, [v[1] for v in values])
-            e = growth_exponent(sizes, [v[2] for v in values])
-        if b is None or e is None:
+        growing = max(sizes) >= 2 * min(sizes)  # else the input does not grow (the vocabularies)
+        b = growth_exponent(sizes, [v[1] for v in values]) if growing else 0.0
+        if b is None:
             continue
+        c, d = _affine(sizes, [v[2] for v in values]) if growing else (max(v[2] for v in values), 0.0)
         fits[stage] = dict(
             a=_intercept(sizes, [v[1] for v in values], b),
             b=b,
-            c=_intercept(sizes, [v[2] for v in values], e),
-            e=e,
+            c=c,
+            d=d,
             mb_per_pair=sum(v[3] for v in values) / len(values),
             points=[dict(input_mb=v[0], seconds=v[1], max_rss_mb=v[2]) for v in values],
         )
     return fits
+
+
+def _affine(sizes: list[float], values: list[float]) -> tuple[float, float]:
+    """Least-squares ``value = c + d * size`` with ``d >= 0`` (memory does not shrink with the input)."""
+    mean_x, mean_y = sum(sizes) / len(sizes), sum(values) / len(values)
+    spread = sum((x - mean_x) ** 2 for x in sizes)
+    d = max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(sizes, values, strict=True)) / spread)
+    return mean_y - d * mean_x, d
 
 
 def _intercept(sizes: list[float], values: list[float], slope: float) -> float:
@@ -375,7 +381,7 @@ def report(args: argparse.Namespace) -> None:
     args.output.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     args.output.with_suffix(".md").write_text(markdown(records, sizes, rows))
     for stage, fit in result["fits"].items():  # for src/nmtvariants/scaling/costs.py
-        values = ", ".join(f"{key}={fit[key]:.4g}" for key in ("a", "b", "c", "e", "mb_per_pair"))
+        values = ", ".join(f"{key}={fit[key]:.4g}" for key in ("a", "b", "c", "d", "mb_per_pair"))
         print(f'    "{stage}": StageCost({values}),')
 
 
@@ -393,7 +399,7 @@ def check(args: argparse.Namespace) -> None:
         fitted.append(record)
     fits = fit_stages(fitted)
     stages = {
-        name: StageCost(**{key: fit[key] for key in ("a", "b", "c", "e", "mb_per_pair")})
+        name: StageCost(**{key: fit[key] for key in ("a", "b", "c", "d", "mb_per_pair")})
         for name, fit in fits.items()
     }
     record = json.loads((args.work / "scale_run.json").read_text())

@@ -31,21 +31,22 @@ def test_requests_grow_with_input_and_attempt() -> None:
     assert toy == (costs.FLOOR_MB, costs.FLOOR_MINUTES)
     wmt = 600.0  # MiB: one side of WMT14 EN-DE, raw
     stage = costs.STAGES["bpe_learn"]
-    expected_mb = math.ceil(max(costs.FLOOR_MB, stage.c * wmt**stage.e * costs.MEMORY_HEADROOM))
-    assert costs.mem_mb("bpe_learn", wmt) == expected_mb
-    assert costs.mem_mb("bpe_learn", wmt, attempt=2) == math.ceil(expected_mb * costs.RETRY_GROWTH)
-    expected_min = math.ceil(max(costs.FLOOR_MINUTES, stage.a * wmt**stage.b * costs.TIME_HEADROOM / 60))
-    assert costs.runtime_minutes("bpe_learn", wmt) == expected_min
-    assert costs.runtime_minutes("bpe_learn", wmt, attempt=3) == math.ceil(expected_min * 4)
+    predicted_mb = max(costs.FLOOR_MB, (stage.c + stage.d * wmt) * costs.MEMORY_HEADROOM)
+    assert costs.mem_mb("bpe_learn", wmt) == math.ceil(predicted_mb)
+    assert costs.mem_mb("bpe_learn", wmt, attempt=2) == math.ceil(predicted_mb * costs.RETRY_GROWTH)
+    predicted_min = max(costs.FLOOR_MINUTES, stage.a * wmt**stage.b * costs.TIME_HEADROOM / 60)
+    assert costs.runtime_minutes("bpe_learn", wmt) == math.ceil(predicted_min)
+    assert costs.runtime_minutes("bpe_learn", wmt, attempt=3) == math.ceil(predicted_min * 4)
 
 
 def test_training_memory_is_the_larger_of_config_and_data() -> None:
     assert costs.train_mem_mb(4000, 0.5) == 4000
-    big = costs.train_mem_mb(4000, 1200.0)
-    assert big == math.ceil(costs.STAGES["train_data"].peak_mb(1200.0) * costs.MEMORY_HEADROOM)
+    wmt_enfr = 35_762_532 * costs.STAGES["train_data"].mb_per_pair  # WMT14 EN-FR's BPE'd training text
+    big = costs.train_mem_mb(4000, wmt_enfr)
+    assert big == math.ceil(costs.STAGES["train_data"].peak_mb(wmt_enfr) * costs.MEMORY_HEADROOM)
     assert big > 4000
-    assert costs.train_mem_mb(4000, 1200.0, attempt=2) == math.ceil(
-        costs.STAGES["train_data"].peak_mb(1200.0) * costs.MEMORY_HEADROOM * costs.RETRY_GROWTH
+    assert costs.train_mem_mb(4000, wmt_enfr, attempt=2) == math.ceil(
+        costs.STAGES["train_data"].peak_mb(wmt_enfr) * costs.MEMORY_HEADROOM * costs.RETRY_GROWTH
     )
 
 
@@ -55,16 +56,20 @@ def test_slurm_profile_retries_so_that_requests_can_grow() -> None:
 
 
 def test_fitted_curves_reproduce_the_rehearsal() -> None:
-    """Each stage's curve in costs.py predicts the measured seconds and peak RSS of the rehearsal's
-    training-corpus jobs (benchmarks/results/scale_data_path.json) within 35% at every size."""
+    """costs.py holds the rehearsal's fits (benchmarks/results/scale_data_path.json), and they describe
+    its training-corpus jobs: seconds within 25% for the median job of each growing stage (the machine
+    was shared: single jobs scatter more), peak memory within 25% for every job."""
     measured = json.loads(RESULTS.read_text())
     for stage, fit in measured["fits"].items():
         cost = costs.STAGES[stage]
-        for name in ("a", "b", "c", "e"):
+        for name in ("a", "b", "c", "d"):
             assert getattr(cost, name) == pytest.approx(fit[name], rel=0.02), (stage, name)
+        if fit["b"] == 0:  # an input that does not grow with the corpus: a constant, nothing to check
+            continue
+        errors = sorted(abs(cost.seconds(p["input_mb"]) / p["seconds"] - 1) for p in fit["points"])
+        assert errors[len(errors) // 2] <= 0.25, (stage, errors)
         for point in fit["points"]:
-            assert cost.seconds(point["input_mb"]) == pytest.approx(point["seconds"], rel=0.35), stage
-            assert cost.peak_mb(point["input_mb"]) == pytest.approx(point["max_rss_mb"], rel=0.35), stage
+            assert cost.peak_mb(point["input_mb"]) == pytest.approx(point["max_rss_mb"], rel=0.25), stage
 
 
 def _dry_run(root: Path, *targets: str) -> str:
@@ -156,17 +161,17 @@ def test_plan_sums_the_curves_over_the_dry_runs_jobs() -> None:
         ("tokenize", 2), ("tokenize", 1), ("bpe_learn", 1), ("train", 8), ("all", 1)
     ]  # fmt: skip
     stages = {
-        "tokenize": costs.StageCost(a=2.0, b=1.0, c=100.0, e=0.0, mb_per_pair=1e-4),
-        "bpe_learn": costs.StageCost(a=10.0, b=1.5, c=50.0, e=0.5, mb_per_pair=2e-4),
+        "tokenize": costs.StageCost(a=2.0, b=1.0, c=100.0, d=0.0, mb_per_pair=1e-4),
+        "bpe_learn": costs.StageCost(a=10.0, b=1.5, c=50.0, d=0.5, mb_per_pair=2e-4),
     }
     plans = plan.plan_data_path(jobs, {"wmt": 1_000_000}, stages)
     # by hand: tokenize train 100 MiB -> 200 s, test set 3000 lines -> 0.3 MiB -> 0.6 s
     assert plans["tokenize"].jobs == 2
     assert plans["tokenize"].core_seconds == pytest.approx(200.6)
     assert plans["tokenize"].longest_seconds == pytest.approx(200.0)
-    # bpe_learn: 200 MiB -> 10 * 200^1.5 s, 50 * 200^0.5 MB
+    # bpe_learn: 200 MiB -> 10 * 200^1.5 s, 50 + 0.5 * 200 MB
     assert plans["bpe_learn"].core_seconds == pytest.approx(10 * 200**1.5)
-    assert plans["bpe_learn"].peak_mb == pytest.approx(50 * 200**0.5)
+    assert plans["bpe_learn"].peak_mb == pytest.approx(150.0)
     assert plans["tokenize"].wall_seconds(cores=4) == pytest.approx(200.0)
     assert plans["tokenize"].wall_seconds(cores=1) == pytest.approx(200.6)
     training = plan.plan_training(jobs, {"abc123": 7.2e9}, tokens_per_gpu_second=1e5)

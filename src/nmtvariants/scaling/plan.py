@@ -145,5 +145,7 @@ def markdown(plans: Iterable[StagePlan], cores: int, unplanned: Mapping[str, int
     )
     if unplanned:
         listed = ", ".join(f"{rule} ({count})" for rule, count in sorted(unplanned.items()))
-        lines.append(f"Not modelled (no fitted curve; small next to the above at WMT size): {listed}.")
+        lines.append(
+            f"Not modelled (no fitted curve yet; decoding and scoring are not in the totals): {listed}."
+        )
     return "\n".join(lines) + "\n"

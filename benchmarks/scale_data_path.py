@@ -232,6 +232,19 @@ def train(args: argparse.Namespace) -> None:
     print(json.dumps(measured))
 
 
+def collect(args: argparse.Namespace) -> None:
+    """Record a run stopped before its end: the jobs it finished (no workflow total, no binarising)."""
+    corpus_record = json.loads((args.work / "mirror" / "wmt_corpus.json").read_text())
+    record = dict(
+        date=time.strftime("%Y-%m-%d"), commit=git_commit(), machine=machine(), cores=args.cores,
+        fraction=corpus_record["fraction"], corpus=corpus_record, generate_seconds=None, workflow=None,
+        workflow_command="(stopped before its end; the stages it finished)", binarize=None,
+        jobs=read_benchmarks(args.work),
+    )  # fmt: skip
+    (args.work / "scale_run.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"{len(record['jobs'])} finished jobs recorded")
+
+
 def run(args: argparse.Namespace) -> None:
     work: Path = args.work
     mirror = work / "mirror"
@@ -283,7 +296,8 @@ def stage_totals(record: dict) -> dict[str, dict]:
         total["seconds"] += job["seconds"]
         total["cpu_seconds"] += job["cpu_seconds"]
         total["max_rss_mb"] = max(total["max_rss_mb"], job["max_rss_mb"] or 0.0)
-    totals["binarize"] = dict(jobs=1, **record["binarize"])
+    if record["binarize"]:
+        totals["binarize"] = dict(jobs=1, **record["binarize"])
     return totals
 
 
@@ -304,7 +318,8 @@ def fit_stages(records: list[dict]) -> dict[str, dict]:
     points: dict[str, list[tuple[float, float, float, float]]] = {}
     for record in records:
         jobs = [job for job in record["jobs"] if job["scope"] == "train" and job["input_mb"]]
-        jobs.append(dict(rule="train_data", **record["binarize"]))
+        if record["binarize"]:
+            jobs.append(dict(rule="train_data", **record["binarize"]))
         for job in jobs:
             if job.get("input_mb"):
                 per_pair = job["input_mb"] / record["corpus"]["pairs"]
@@ -351,7 +366,8 @@ def report(args: argparse.Namespace) -> None:
     for work in args.works:
         record = json.loads((work / "scale_run.json").read_text())
         record["jobs"] = read_benchmarks(work)  # re-read: sizes as the current code measures them
-        record["binarize"]["input_mb"] = input_mb(work, "binarize", ("binarize",))
+        if record["binarize"]:
+            record["binarize"]["input_mb"] = input_mb(work, "binarize", ("binarize",))
         records.append(record)
     records.sort(key=lambda r: r["fraction"])
     sizes = [r["corpus"]["pairs"] for r in records]
@@ -417,8 +433,8 @@ def check(args: argparse.Namespace) -> None:
     ]  # fmt: skip
     result = dict(
         fitted_on=[r["corpus"]["pairs"] for r in fitted], checked=record["corpus"]["pairs"], rows=rows,
-        total_predicted_s=sum(r["predicted_s"] for r in rows),
-        total_measured_s=sum(r["measured_s"] or 0.0 for r in rows),
+        total_predicted_s=sum(r["predicted_s"] for r in rows if r["measured_s"]),
+        total_measured_s=sum(r["measured_s"] for r in rows if r["measured_s"]),
     )  # fmt: skip
     args.output.with_suffix(".check.json").write_text(json.dumps(result, indent=1) + "\n")
     lines = [
@@ -437,7 +453,7 @@ def check(args: argparse.Namespace) -> None:
             f" | {_fmt(row['wall_s'], 1)} |"
         )
     lines.append(
-        f"| all | {result['total_predicted_s']:,.1f} | {result['total_measured_s']:,.1f} |"
+        f"| all measured | {result['total_predicted_s']:,.1f} | {result['total_measured_s']:,.1f} |"
         f" {result['total_predicted_s'] / result['total_measured_s'] - 1:+.0%} | |"
     )
     args.output.with_suffix(".check.md").write_text("\n".join(lines) + "\n")
@@ -474,13 +490,18 @@ def markdown(records: list[dict], sizes: list[int], rows: list[dict]) -> str:
     lines += ["", "Runs:", ""]
     for record in records:
         corpus = record["corpus"]
+        workflow = (
+            f"Snakemake {record['workflow']['seconds']:,.0f} s wall on {record['cores']} cores"
+            if record["workflow"]
+            else f"stopped before its end ({record['cores']} cores): the stages it finished"
+        )
         lines.append(
             f"- {record['fraction']:g} of WMT14 EN-DE: {corpus['pairs']:,} pairs,"
-            f" {corpus['tokens_en']:,} English words; Snakemake {record['workflow']['seconds']:,.0f} s"
-            f" wall on {record['cores']} cores"
+            f" {corpus['tokens_en']:,} English words; {workflow}"
             f" ({record['date']}, {record['machine']}, commit {record['commit']})"
         )
-    lines += ["", f"Command: `{records[-1]['workflow_command']}` (written by `run`)", ""]
+    commands = [r["workflow_command"] for r in records if r["workflow"]]
+    lines += ["", f"Command: `{commands[-1]}` (written by `run`)", ""]
     return "\n".join(lines)
 
 
@@ -504,6 +525,10 @@ def main() -> None:
     train_parser.add_argument("--batch-tokens", type=int, default=3072, help="the paper config's per GPU")
     train_parser.add_argument("--threads", type=int, default=2)
     train_parser.set_defaults(func=train)
+    collect_parser = commands.add_parser("collect", help="record the finished jobs of a run stopped early")
+    collect_parser.add_argument("--work", type=Path, required=True)
+    collect_parser.add_argument("--cores", type=int, default=2)
+    collect_parser.set_defaults(func=collect)
     check_parser = commands.add_parser(
         "check", help="the plan's prediction for a run against its measurement"
     )

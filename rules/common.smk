@@ -454,17 +454,18 @@ def run_resource(key):
     return lambda wildcards: RUNS[wildcards.run].resources[key]
 
 
-# Requests that follow the input (nmtvariants.scaling.costs): the fitted cost of a job reading
-# `input.size_mb`, grown with `attempt` so that the SLURM profile's retries ask for more.
-def sized_mem_mb(stage):
+# Requests that follow the input (nmtvariants.scaling.costs): the fitted cost of the rule's stage
+# (costs.STAGE_OF_RULE) for a job reading `input.size_mb`, grown with `attempt` so that the SLURM
+# profile's retries ask for more. Called with the rule's own name.
+def sized_mem_mb(rule_name):
     return lambda wildcards, input, attempt: stage_costs.mem_mb(
-        stage, input.size_mb, attempt
+        rule_name, input.size_mb, attempt
     )
 
 
-def sized_runtime(stage):
+def sized_runtime(rule_name):
     return lambda wildcards, input, attempt: stage_costs.runtime_minutes(
-        stage, input.size_mb, attempt
+        rule_name, input.size_mb, attempt
     )
 
 

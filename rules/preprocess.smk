@@ -81,8 +81,8 @@ rule clean_shared:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=sized_mem_mb("clean"),
-        runtime=sized_runtime("clean"),
+        mem_mb=sized_mem_mb("clean_shared"),
+        runtime=sized_runtime("clean_shared"),
     shell:
         "nmtvariants follow-clean --kept {input.kept:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
 
@@ -181,8 +181,8 @@ rule bpe_vocab_shared:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=sized_mem_mb("bpe_apply"),
-        runtime=sized_runtime("bpe_apply"),
+        mem_mb=sized_mem_mb("bpe_vocab_shared"),
+        runtime=sized_runtime("bpe_vocab_shared"),
     params:
         codes=shared_codes,
     shell:
@@ -254,8 +254,8 @@ rule roundtrip:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=sized_mem_mb("tokenize"),
-        runtime=sized_runtime("tokenize"),
+        mem_mb=sized_mem_mb("roundtrip"),
+        runtime=sized_runtime("roundtrip"),
     params:
         lowercase=lambda wc: (
             "--lowercase" if preprocess_setting(wc, "lowercase") else ""

@@ -50,6 +50,15 @@ def test_training_memory_is_the_larger_of_config_and_data() -> None:
     )
 
 
+def test_every_sized_rule_has_a_curve() -> None:
+    """The rules name themselves in sized_mem_mb/sized_runtime; each must map to a fitted stage."""
+    text = (REPO / "rules" / "preprocess.smk").read_text()
+    rules = re.findall(r"^rule (\w+):", text, re.M)
+    sized = set(re.findall(r'sized_(?:mem_mb|runtime)\("(\w+)"\)', text))
+    assert sized == set(rules)
+    assert all(costs.STAGE_OF_RULE[rule] in costs.STAGES for rule in sized)
+
+
 def test_slurm_profile_retries_so_that_requests_can_grow() -> None:
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     assert profile["retries"] >= 2
@@ -58,7 +67,7 @@ def test_slurm_profile_retries_so_that_requests_can_grow() -> None:
 def test_fitted_curves_reproduce_the_rehearsal() -> None:
     """costs.py holds the rehearsal's fits (benchmarks/results/scale_data_path.json), and they describe
     its training-corpus jobs: seconds within 25% for the median job of each growing stage (the machine
-    was shared: single jobs scatter more), peak memory within 25% for every job."""
+    was shared: single jobs scatter more), and memory requests that cover every job's measured peak."""
     measured = json.loads(RESULTS.read_text())
     for stage, fit in measured["fits"].items():
         cost = costs.STAGES[stage]
@@ -68,8 +77,8 @@ def test_fitted_curves_reproduce_the_rehearsal() -> None:
             continue
         errors = sorted(abs(cost.seconds(p["input_mb"]) / p["seconds"] - 1) for p in fit["points"])
         assert errors[len(errors) // 2] <= 0.25, (stage, errors)
-        for point in fit["points"]:
-            assert cost.peak_mb(point["input_mb"]) == pytest.approx(point["max_rss_mb"], rel=0.25), stage
+        for point in fit["points"]:  # the request made from the curve covers every measured peak
+            assert costs.mem_mb(stage, point["input_mb"]) >= point["max_rss_mb"], (stage, point)
 
 
 def _dry_run(root: Path, *targets: str) -> str:

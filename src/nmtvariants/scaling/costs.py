@@ -39,18 +39,33 @@ class StageCost:
         return self.c + self.d * max(size_mb, 0.0)
 
 
-# Fitted 2026-11-26 on a 2-core AMD EPYC (one core per job) over 1%, 3% and 10% of WMT14 EN-DE's
-# 4.5M pairs (benchmarks/results/scale_data_path.md has the points, the exponents and the check).
+# Fitted 2026-11-26 on a 2-core AMD EPYC over 1%, 3%, 10% and (the stages it reached: download,
+# tokenize, clean, truecase) 100% of WMT14 EN-DE's 4.5M pairs, on the jobs' CPU seconds
+# (benchmarks/results/scale_data_path.md has the points, the exponents and the plan's check).
 STAGES: dict[str, StageCost] = {
     "bpe_apply": StageCost(a=1.601, b=0.8761, c=49.13, d=2.308, mb_per_pair=9.203e-05),
     "bpe_learn": StageCost(a=76.03, b=0.4624, c=203.6, d=11.02, mb_per_pair=0.0001841),
-    "clean": StageCost(a=0.5489, b=0.7124, c=53.59, d=0.001689, mb_per_pair=0.0001928),
-    "download": StageCost(a=0.3656, b=0.7481, c=37.02, d=0.03342, mb_per_pair=8.332e-05),
+    "clean": StageCost(a=0.3512, b=0.8591, c=53.65, d=3.887e-05, mb_per_pair=0.0001928),
+    "download": StageCost(a=0.3247, b=0.8019, c=37.57, d=0.001278, mb_per_pair=8.331e-05),
     "network_vocab": StageCost(a=2.987, b=0, c=26, d=0, mb_per_pair=3.558e-06),
-    "tokenize": StageCost(a=3.304, b=0.9339, c=106.2, d=0, mb_per_pair=8.637e-05),
+    "tokenize": StageCost(a=2.988, b=0.9793, c=106.2, d=0, mb_per_pair=8.638e-05),
     "train_data": StageCost(a=0.1293, b=1.02, c=38.85, d=1.282, mb_per_pair=0.0002086),
-    "truecase_apply": StageCost(a=2.412, b=0.9287, c=72.36, d=3.601, mb_per_pair=9.203e-05),
-    "truecase_train": StageCost(a=0.7337, b=0.9369, c=62.5, d=3.08, mb_per_pair=9.203e-05),
+    "truecase_apply": StageCost(a=2.072, b=0.9947, c=75.38, d=3.491, mb_per_pair=9.205e-05),
+    "truecase_train": StageCost(a=0.6345, b=1, c=104.5, d=0.8525, mb_per_pair=9.205e-05),
+}
+
+# Rule -> the fitted stage whose curve it follows (the rules and the plan both read this).
+STAGE_OF_RULE = {
+    "tokenize": "tokenize",
+    "roundtrip": "tokenize",
+    "clean": "clean",
+    "clean_shared": "clean",
+    "truecase_train": "truecase_train",
+    "truecase_apply": "truecase_apply",
+    "bpe_learn": "bpe_learn",
+    "bpe_vocab_shared": "bpe_apply",
+    "bpe_apply": "bpe_apply",
+    "network_vocab": "network_vocab",
 }
 
 FLOOR_MB = 1000
@@ -61,14 +76,14 @@ RETRY_GROWTH = 2.0  # each retry asks for this much more memory and time
 
 
 def mem_mb(stage: str, size_mb: float, attempt: int = 1) -> int:
-    """The memory request (MB) of a ``stage`` job reading ``size_mb`` of input, at ``attempt``."""
-    predicted = STAGES[stage].peak_mb(size_mb) * MEMORY_HEADROOM
+    """The memory request (MB) of a ``stage`` (or rule) job reading ``size_mb`` of input, at ``attempt``."""
+    predicted = STAGES[STAGE_OF_RULE.get(stage, stage)].peak_mb(size_mb) * MEMORY_HEADROOM
     return math.ceil(max(FLOOR_MB, predicted) * RETRY_GROWTH ** (attempt - 1))
 
 
 def runtime_minutes(stage: str, size_mb: float, attempt: int = 1) -> int:
-    """The runtime request (minutes) of a ``stage`` job reading ``size_mb`` of input, at ``attempt``."""
-    predicted = STAGES[stage].seconds(size_mb) * TIME_HEADROOM / 60
+    """The runtime request (minutes) of a ``stage`` (or rule) job reading ``size_mb``, at ``attempt``."""
+    predicted = STAGES[STAGE_OF_RULE.get(stage, stage)].seconds(size_mb) * TIME_HEADROOM / 60
     return math.ceil(max(FLOOR_MINUTES, predicted) * RETRY_GROWTH ** (attempt - 1))
 
 

@@ -15,20 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from nmtvariants.scaling.costs import STAGES, StageCost
+from nmtvariants.scaling.costs import STAGE_OF_RULE, STAGES, StageCost
 
-# Rule -> the fitted stage whose curve it follows (rules/preprocess.smk's resources say the same).
-STAGE_OF_RULE = {
-    "tokenize": "tokenize",
-    "clean": "clean",
-    "clean_shared": "clean",
-    "truecase_train": "truecase_train",
-    "truecase_apply": "truecase_apply",
-    "bpe_learn": "bpe_learn",
-    "bpe_vocab_shared": "bpe_apply",
-    "bpe_apply": "bpe_apply",
-    "network_vocab": "network_vocab",
-}
 # Published training sizes the plan may assume without the data (pairs before cleaning).
 KNOWN_PAIRS = {"wmt14_ende": 4_520_620}
 TEST_SET_LINES = 3_000  # a newstest set: the size a job on a non-training split is planned at

@@ -25,6 +25,7 @@ from nmtvariants.layout import (
     significance_file,
 )
 from nmtvariants.reporting.manifest import manifest_inputs, manifest_json
+from nmtvariants.scaling import costs as stage_costs
 
 # Shared names, wildcard constraints and the target registries. Rules pass paths and parameters;
 # all logic lives in src/nmtvariants. Every value that reaches a `shell:` command is quoted there
@@ -451,6 +452,45 @@ def run_settings_json(wildcards):
 
 def run_resource(key):
     return lambda wildcards: RUNS[wildcards.run].resources[key]
+
+
+# Requests that follow the input (nmtvariants.scaling.costs): the fitted cost of the rule's stage
+# (costs.STAGE_OF_RULE) for a job reading `input.size_mb`, grown with `attempt` so that the SLURM
+# profile's retries ask for more. Called with the rule's own name.
+def sized_mem_mb(rule_name):
+    return lambda wildcards, input, attempt: stage_costs.mem_mb(
+        rule_name, input.size_mb, attempt
+    )
+
+
+def sized_runtime(rule_name):
+    return lambda wildcards, input, attempt: stage_costs.runtime_minutes(
+        rule_name, input.size_mb, attempt
+    )
+
+
+# Rules without a fitted curve: their stated floor or twice their input (Snakemake's own default
+# heuristic), whichever is larger, and a runtime that grows with the attempt as well.
+def input_sized_mb(floor_mb):
+    return lambda wildcards, input, attempt: stage_costs.input_sized_mb(
+        floor_mb, input.size_mb, attempt
+    )
+
+
+def grown_runtime(minutes):
+    return lambda wildcards, attempt: stage_costs.grown(minutes, attempt)
+
+
+def run_mem_mb(wildcards, input, attempt):
+    """A training run's request: the experiment's mem_mb or, if larger, what holding its training
+    data takes (stage `train_data`), grown with the attempt."""
+    return stage_costs.train_mem_mb(
+        RUNS[wildcards.run].resources["mem_mb"], input.size_mb, attempt
+    )
+
+
+def run_runtime(wildcards, attempt):
+    return stage_costs.grown(RUNS[wildcards.run].resources["runtime"], attempt)
 
 
 def run_bpe(wildcards, name):

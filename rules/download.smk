@@ -10,12 +10,14 @@ for _name, _corpus in DOWNLOADED_CORPORA.items():
             raw_files(_name),
         log:
             f"logs/download/{_name}.log",
+        benchmark:
+            f"logs/benchmarks/download/{_name}.tsv"
         conda:
             "../envs/nmtvariants.yaml"
         threads: 1
         resources:
-            mem_mb=2000,
-            runtime=240,
+            mem_mb=input_sized_mb(2000),
+            runtime=grown_runtime(240),
         params:
             source=as_list(_corpus["source"]),
             dest=f"data/{_name}/raw",

@@ -17,8 +17,8 @@ rule translate:
         "../envs/train.yaml"
     threads: 2
     resources:
-        mem_mb=4000,
-        runtime=120,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(120),
     params:
         beam=lambda wc: decode_setting(wc, "beam"),
         alpha=lambda wc: decode_setting(wc, "alpha"),
@@ -44,8 +44,8 @@ rule postprocess:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         lang=lambda wc: wc.pair.split("-")[1],
         truecased=lambda wc: (
@@ -69,8 +69,8 @@ rule evaluate:
         "../envs/evaluate.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         lang=lambda wc: wc.pair.split("-")[1],
         metrics=experiment_metrics,
@@ -102,8 +102,8 @@ rule significance:
         "../envs/evaluate.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(60),
     params:
         replicas=significance_replica_args,
         lang=lambda wc: wc.pair.split("-")[1],

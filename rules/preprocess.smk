@@ -14,12 +14,14 @@ rule tokenize:
         "data/{corpus}/tok/{split}.{lang}",
     log:
         "logs/tokenize/{corpus}/{split}.{lang}.log",
+    benchmark:
+        "logs/benchmarks/tokenize/{corpus}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 2
     resources:
-        mem_mb=2000,
-        runtime=120,
+        mem_mb=sized_mem_mb("tokenize"),
+        runtime=sized_runtime("tokenize"),
     params:
         lowercase=lambda wc: (
             "--lowercase" if preprocess_setting(wc, "lowercase") else ""
@@ -45,12 +47,14 @@ rule clean:
         kept="data/{corpus}/{src}-{tgt}/clean/train.kept",
     log:
         "logs/clean/{corpus}/{src}-{tgt}.log",
+    benchmark:
+        "logs/benchmarks/clean/{corpus}/{src}-{tgt}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=sized_mem_mb("clean"),
+        runtime=sized_runtime("clean"),
     params:
         min=lambda wc: preprocess_setting(wc, "clean", "min"),
         max=lambda wc: preprocess_setting(wc, "clean", "max"),
@@ -71,12 +75,14 @@ rule clean_shared:
         "data/{corpus}/{pair}/clean/train.{shared}",
     log:
         "logs/clean/{corpus}/{pair}.{shared}.log",
+    benchmark:
+        "logs/benchmarks/clean/{corpus}/{pair}.{shared}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=sized_mem_mb("clean_shared"),
+        runtime=sized_runtime("clean_shared"),
     shell:
         "nmtvariants follow-clean --kept {input.kept:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
 
@@ -92,12 +98,14 @@ rule truecase_train:
         "data/{corpus}/{pair}/truecase/model.{lang}",
     log:
         "logs/truecase_train/{corpus}/{pair}.{lang}.log",
+    benchmark:
+        "logs/benchmarks/truecase_train/{corpus}/{pair}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=120,
+        mem_mb=sized_mem_mb("truecase_train"),
+        runtime=sized_runtime("truecase_train"),
     shell:
         "nmtvariants truecase train --model {output:q} {input:q} > {log:q} 2>&1"
 
@@ -113,12 +121,14 @@ rule truecase_apply:
         "data/{corpus}/{pair}/tc/{split}.{lang}",
     log:
         "logs/truecase_apply/{corpus}/{pair}/{split}.{lang}.log",
+    benchmark:
+        "logs/benchmarks/truecase_apply/{corpus}/{pair}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 2
     resources:
-        mem_mb=2000,
-        runtime=120,
+        mem_mb=sized_mem_mb("truecase_apply"),
+        runtime=sized_runtime("truecase_apply"),
     params:
         model=lambda wc, input: ["--model", input.model] if input.model else [],
     shell:
@@ -134,12 +144,14 @@ rule bpe_learn:
         tgt_vocab="data/{corpus}/{src}-{tgt}/bpe/vocab.{tgt}",
     log:
         "logs/bpe_learn/{corpus}/{src}-{tgt}.log",
+    benchmark:
+        "logs/benchmarks/bpe_learn/{corpus}/{src}-{tgt}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=sized_mem_mb("bpe_learn"),
+        runtime=sized_runtime("bpe_learn"),
     params:
         merges=lambda wc: preprocess_setting(wc, "bpe", "merges"),
         translit=lambda wc: [
@@ -163,12 +175,14 @@ rule bpe_vocab_shared:
         "data/{corpus}/{pair}/bpe/vocab.{shared}",
     log:
         "logs/bpe_vocab/{corpus}/{pair}.{shared}.log",
+    benchmark:
+        "logs/benchmarks/bpe_vocab/{corpus}/{pair}.{shared}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=sized_mem_mb("bpe_vocab_shared"),
+        runtime=sized_runtime("bpe_vocab_shared"),
     params:
         codes=shared_codes,
     shell:
@@ -187,12 +201,14 @@ rule bpe_apply:
         "data/{corpus}/{pair}/bpe/{split}.{lang}",
     log:
         "logs/bpe_apply/{corpus}/{pair}/{split}.{lang}.log",
+    benchmark:
+        "logs/benchmarks/bpe_apply/{corpus}/{pair}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=120,
+        mem_mb=sized_mem_mb("bpe_apply"),
+        runtime=sized_runtime("bpe_apply"),
     params:
         codes=bpe_codes_for,
         threshold=lambda wc: preprocess_setting(wc, "bpe", "threshold"),
@@ -208,12 +224,14 @@ rule network_vocab:
         "data/{corpus}/{src}-{tgt}/bpe/vocab.txt",
     log:
         "logs/network_vocab/{corpus}/{src}-{tgt}.log",
+    benchmark:
+        "logs/benchmarks/network_vocab/{corpus}/{src}-{tgt}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=sized_mem_mb("network_vocab"),
+        runtime=sized_runtime("network_vocab"),
     shell:
         "nmtvariants vocab {input:q} -o {output:q} > {log:q} 2>&1"
 
@@ -230,12 +248,14 @@ rule roundtrip:
         "results/{corpus}/{pair}/roundtrip/{split}.{lang}.json",
     log:
         "logs/roundtrip/{corpus}/{pair}/{split}.{lang}.log",
+    benchmark:
+        "logs/benchmarks/roundtrip/{corpus}/{pair}/{split}.{lang}.tsv"
     conda:
         "../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=sized_mem_mb("roundtrip"),
+        runtime=sized_runtime("roundtrip"),
     params:
         lowercase=lambda wc: (
             "--lowercase" if preprocess_setting(wc, "lowercase") else ""

@@ -33,8 +33,8 @@ rule figure:
         "../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         options=figure_arguments,
     shell:
@@ -63,8 +63,8 @@ rule report:
         "../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         config_json=json.dumps(config, sort_keys=True),
         commit=git_commit(workflow.basedir),

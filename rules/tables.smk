@@ -31,8 +31,8 @@ rule data_statistics:
         "../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     shell:
         "nmtvariants data-stats {input.texts:q} --out {output.md:q} > {log:q} 2>&1"
 
@@ -50,8 +50,8 @@ rule preprocessing_table:
         "../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(10),
     params:
         pairs=[
             (name, pair)
@@ -78,8 +78,8 @@ rule scores_table:
         "../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         title=lambda wc: f"{wc.experiment}: translation quality",
         seeds=scores_table_seeds,

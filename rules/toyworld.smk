@@ -18,8 +18,8 @@ rule toyworld:
         "../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         seed=TOYWORLD["seed"],
         sizes=TOYWORLD["sizes"],

@@ -19,8 +19,8 @@ rule train:
         "../envs/train.yaml"
     threads: run_resource("threads")
     resources:
-        mem_mb=run_resource("mem_mb"),
-        runtime=run_resource("runtime"),
+        mem_mb=run_mem_mb,
+        runtime=run_runtime,
         gpu=run_resource("gpus"),
     params:
         settings=run_settings_json,
@@ -43,8 +43,8 @@ rule average:
         "../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(30),
     params:
         checkpoints=checkpoints_folder("{run}"),
     shell:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from data_sources import RealData
+from sacremoses import MosesTruecaser
 
 from nmtvariants.errors import InputError, MissingResourceError
 from nmtvariants.fileio import read_lines
@@ -108,6 +109,19 @@ def test_model_agrees_with_perl_training(corpus: dict[str, list[str]], model: Pa
     assert agree / len(shared) >= 0.99
     # Hand-checked: German nouns keep their capital, function words are lower-cased.
     assert ours["mann"] == "Mann" and ours["und"] == "und"
+
+
+def test_streamed_training_writes_sacremoses_own_model(
+    corpus: dict[str, list[str]], model: Path, tmp_path: Path
+) -> None:
+    """train_truecaser counts casing line by line instead of calling MosesTruecaser.train (which
+    holds every token's weight of the corpus at once); the model file must be the one train() makes."""
+    truecaser = MosesTruecaser()
+    reference = truecaser.train([line.split() for line in corpus["train"]])
+    path = tmp_path / "reference.de"
+    with path.open("w", encoding="utf-8") as out:
+        truecaser._write_casing(reference["casing"], out)
+    assert model.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
 
 
 def test_apply_equals_truecase_perl(corpus: dict[str, list[str]], model: Path) -> None:

@@ -64,8 +64,8 @@ rule bugliarello2020_gold_parse:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         kept=lambda wc, input: ["--kept", input.kept] if "kept" in input.keys() else [],
     shell:
@@ -86,8 +86,8 @@ rule bugliarello2020_treebank_download:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=30,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(30),
     params:
         dest="data/{treebank}/raw",
         mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
@@ -111,8 +111,8 @@ rule bugliarello2020_stanza_train:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=input_sized_mb(8000),
+        runtime=grown_runtime(240),
         gpu=1 if B20_PLAN.parser_train()["device"].startswith("cuda") else 0,
     params:
         models=lambda wc, output: str(Path(output.parser).parent),
@@ -141,8 +141,8 @@ rule bugliarello2020_parser_score:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=120,
+        mem_mb=input_sized_mb(8000),
+        runtime=grown_runtime(120),
     params:
         models=lambda wc, input: str(Path(input.parser).parent),
     shell:
@@ -164,8 +164,8 @@ rule bugliarello2020_parse:
         "../../envs/nmtvariants.yaml"
     threads: 4
     resources:
-        mem_mb=16000,
-        runtime=720,
+        mem_mb=input_sized_mb(16000),
+        runtime=grown_runtime(720),
         gpu=1,
     params:
         models=B20_SETTINGS["parser_models"],
@@ -193,8 +193,8 @@ rule bugliarello2020_parents:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         mode=lambda wc: b20.STREAM_MODES[wc.mode],
     shell:
@@ -214,8 +214,8 @@ rule bugliarello2020_dep_labels:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     shell:
         "nmtvariants dep-labels --conllu {input.conllu:q} --bpe {input.bpe:q} -o {output:q} > {log:q} 2>&1"
 
@@ -245,8 +245,8 @@ rule bugliarello2020_multitask_train:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(30),
     shell:
         "nmtvariants multitask-corpus --source {input.src:q} --target {input.tgt:q} --conllu {input.conllu:q}"
         " --out-source {output.src:q} --out-target {output.tgt:q} > {log:q} 2>&1"
@@ -267,8 +267,8 @@ rule bugliarello2020_multitask_valid:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     shell:
         "nmtvariants multitask-corpus --source {input.src:q} --target {input.tgt:q}"
         " --out-source {output.src:q} --out-target {output.tgt:q} > {log:q} 2>&1"
@@ -285,8 +285,8 @@ rule bugliarello2020_multitask_source:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     shell:
         "nmtvariants multitask-corpus --source {input:q} --out-source {output:q} > {log:q} 2>&1"
 
@@ -303,8 +303,8 @@ rule bugliarello2020_multitask_vocab:
         "../../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     shell:
         "nmtvariants vocab {input.src:q} {input.tgt:q} -o {output:q} > {log:q} 2>&1"
 
@@ -328,8 +328,8 @@ rule bugliarello2020_length:
         "../../envs/evaluate.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         lang=lambda wc: wc.pair.split("-")[1],
         edges=",".join(str(edge) for edge in B20_SETTINGS["length_edges"]),
@@ -362,8 +362,8 @@ rule bugliarello2020_parser_table:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: B20_PLAN.parser_manifest()),
     shell:
@@ -387,8 +387,8 @@ rule bugliarello2020_table1:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: B20_TABLE1_MANIFEST),
     shell:
@@ -412,8 +412,8 @@ rule bugliarello2020_table3:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: B20_TABLE3_MANIFEST),
     shell:
@@ -437,8 +437,8 @@ rule bugliarello2020_length_csv:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: B20_PLAN.figure_manifest(wc.task)),
     shell:

@@ -30,8 +30,8 @@ rule composition_table:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: COMPOSITION.manifest(wc.experiment)),
         reference=lambda wc: COMPOSITION.reference_variant(wc.experiment),

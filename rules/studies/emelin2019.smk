@@ -82,7 +82,7 @@ rule emelin2019_states:
     threads: 1
     resources:
         mem_mb=lambda wc: EMELIN_PLAN.states_mem_mb(wc.experiment, wc.part),
-        runtime=60,
+        runtime=grown_runtime(60),
     params:
         max_sentences=lambda wc: EMELIN_PLAN.states_sentences(wc.experiment, wc.part),
         names=[
@@ -109,8 +109,8 @@ rule emelin2019_pos:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         kind=lambda wc: "--conllu" if wc.lang == wc.pair.split("-")[0] else "--tags",
     shell:
@@ -129,8 +129,8 @@ rule emelin2019_layer_probes:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=input_sized_mb(8000),
+        runtime=grown_runtime(240),
     params:
         label=lambda wc: EMELIN_PLAN.label(
             wc.experiment, EMELIN_PLAN.variant_of(wc.experiment, wc.variant)
@@ -162,8 +162,8 @@ rule emelin2019_similarity:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=30,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(30),
     params:
         states=lambda wc, input: EMELIN_PLAN.label(
             wc.experiment, EMELIN_PLAN.variant_of(wc.experiment, wc.variant)
@@ -195,8 +195,8 @@ rule emelin2019_gate_stats:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(60),
     params:
         label=lambda wc: EMELIN_PLAN.label(
             wc.experiment, EMELIN_PLAN.variant_of(wc.experiment, wc.variant)
@@ -220,8 +220,8 @@ rule emelin2019_count_params:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(10),
     params:
         # the model section and the variant's model switches (its warm-up is a trainer setting)
         model=lambda wc: json.dumps(
@@ -256,8 +256,8 @@ rule emelin2019_contrawsd_download:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=30,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(30),
     params:
         dest=lambda wc, output: str(Path(output[0]).parent),
         mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
@@ -279,8 +279,8 @@ rule emelin2019_contrawsd_expand:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     shell:
         "nmtvariants contrawsd-expand --json {input:q} --source-out {output.source:q}"
         " --candidate-out {output.candidate:q} > {log:q} 2>&1"
@@ -304,8 +304,8 @@ rule emelin2019_contrawsd_score:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(60),
     shell:
         "nmtvariants score --checkpoint {input.model:q} --vocab {input.vocab:q} --source {input.source:q}"
         " --target {input.candidate:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
@@ -326,8 +326,8 @@ rule emelin2019_contrawsd:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     shell:
         "nmtvariants contrawsd --json {input.testset:q} --scores {input.scores:q}"
         " --out-json {output.json:q} --out-csv {output.csv:q} > {log:q} 2>&1"
@@ -352,8 +352,8 @@ rule emelin2019_bleu:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.bleu_manifest(wc.table)),
         title=lambda wc: EMELIN_PLAN.bleu_tables[wc.table][0],
@@ -379,8 +379,8 @@ rule emelin2019_variants:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.variants_manifest()),
         title="Table 4: shortcut variants (EN-DE)",
@@ -405,8 +405,8 @@ rule emelin2019_bootstrap:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.bootstrap_manifest()),
         title=lambda wc: f"sacreBLEU and chrF against the baseline ({EMELIN_PLAN.analysed}, EN-DE)",
@@ -433,8 +433,8 @@ rule emelin2019_params_speed:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.params_manifest()),
         title="Table 5: parameters and training speed relative to the baseline",
@@ -462,8 +462,8 @@ rule emelin2019_probes:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.analysis("probes")),
         kind=lambda wc: {"frequency": "frequency_bin", "pos": "pos"}[wc.breakdown],
@@ -504,8 +504,8 @@ rule emelin2019_gates:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(
             lambda wc: EMELIN_PLAN.analysis("gates", shortcuts_only=True)
@@ -532,8 +532,8 @@ rule emelin2019_contrawsd_table:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.contrawsd_manifest()),
         title="ContraWSD: accuracy overall, per sense and per frequency class",
@@ -559,8 +559,8 @@ rule emelin2019_curves:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: EMELIN_PLAN.curves_manifest(wc.kind)),
         value=lambda wc: "accuracy" if wc.kind == "probes" else "cosine",

@@ -45,8 +45,8 @@ rule libovicky2018_image_features:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=input_sized_mb(8000),
+        runtime=grown_runtime(240),
         gpu=LIBOVICKY2018.image_gpus,
     params:
         list=LIBOVICKY2018.image_list,
@@ -79,8 +79,8 @@ rule libovicky2018_pair_features:
         "../../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=10,
+        mem_mb=input_sized_mb(500),
+        runtime=grown_runtime(10),
     shell:
         # one extraction per corpus, shared by its pairs: a relative symbolic link, no copy of the grid.
         # Not a hard link: Snakemake touches a finished job's outputs, and through a hard link that
@@ -104,8 +104,8 @@ rule libovicky2018_source:
         "../../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=500,
-        runtime=10,
+        mem_mb=input_sized_mb(500),
+        runtime=grown_runtime(10),
     shell:
         # the input name every study reads further sources under (config.input_files): a relative
         # symbolic link (see libovicky2018_pair_features for why not a hard link)
@@ -127,8 +127,8 @@ rule libovicky2018_europarl_bitext:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=240,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(240),
     params:
         source="europarl_v7_{lang}en",
         dest="data/libovicky2018/europarl/{lang}-en",
@@ -152,8 +152,8 @@ for _name, _langs in LIBOVICKY2018.europarl.items():
             "../../envs/nmtvariants.yaml"
         threads: 1
         resources:
-            mem_mb=16000,
-            runtime=240,
+            mem_mb=input_sized_mb(16000),
+            runtime=grown_runtime(240),
         params:
             bitexts=LIBOVICKY2018.europarl_args(_name),
             out=f"data/{_name}/raw",
@@ -185,8 +185,8 @@ rule libovicky2018_derange_text:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     shell:
         "nmtvariants derange --input {input:q} --output {output:q} --seed {wildcards.seed:q} > {log:q} 2>&1"
 
@@ -208,8 +208,8 @@ rule libovicky2018_derange_image:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     shell:
         "nmtvariants derange --kind features --input {input.npy:q} --output {output.index:q}"
         " --ids-output {output.ids:q} --seed {wildcards.seed:q} > {log:q} 2>&1"
@@ -230,8 +230,8 @@ rule libovicky2018_translate:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=120,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(120),
     params:
         extras=LIBOVICKY2018.input_args,
         beam=lambda wc: LIBOVICKY2018.decode(wc, "beam"),
@@ -261,8 +261,8 @@ rule libovicky2018_postprocess:
         "../../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         lang=lambda wc: wc.pair.split("-")[1],
         truecased=LIBOVICKY2018.truecased,
@@ -285,8 +285,8 @@ rule libovicky2018_score:
         "../../envs/evaluate.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         lang=lambda wc: wc.pair.split("-")[1],
         system="{experiment}/{pair}/{variant}/{name}",
@@ -311,8 +311,8 @@ rule libovicky2018_adversarial:
         "../../envs/evaluate.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         runs=LIBOVICKY2018.adversarial_args,
     shell:
@@ -336,8 +336,8 @@ rule libovicky2018_attention:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(60),
     params:
         extras=LIBOVICKY2018.input_args,
         memories=lambda wc: ",".join(
@@ -363,8 +363,8 @@ rule libovicky2018_attention_figure_data:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: LIBOVICKY2018.attention_manifest()),
     shell:
@@ -392,8 +392,8 @@ rule libovicky2018_table:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: LIBOVICKY2018.table_manifest(wc.table)),
         conditions=LIBOVICKY2018.table_conditions,

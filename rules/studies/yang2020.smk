@@ -55,8 +55,8 @@ rule yang2020_probes:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=input_sized_mb(8000),
+        runtime=grown_runtime(240),
         gpu=lambda wc: YANG.gpus(
             YANG.replica_system(wc.experiment, wc.pair, wc.variant)
         ),
@@ -87,8 +87,8 @@ rule yang2020_layer_aer:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(60),
         gpu=lambda wc: YANG.gpus(
             YANG.replica_system(wc.experiment, wc.pair, wc.variant)
         ),
@@ -117,8 +117,8 @@ rule yang2020_hansards_download:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=30,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(30),
     params:
         source=HANSARDS,
         dest=lambda wildcards, output: os.path.dirname(output[0]),
@@ -141,8 +141,8 @@ rule yang2020_gold_chain:
         "../../envs/text.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(30),
     params:
         corpus_dir=lambda wildcards, input: os.path.dirname(
             os.path.dirname(input.codes)
@@ -164,8 +164,8 @@ rule yang2020_decode_speed:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=60,
+        mem_mb=input_sized_mb(4000),
+        runtime=grown_runtime(60),
         gpu=lambda wc: YANG.gpus(YANG.speed_pair(wc.experiment, wc.pair)[0]),
     params:
         checkpoints=lambda wc, input: [
@@ -215,8 +215,8 @@ rule yang2020_table:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=input_sized_mb(2000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: YANG.table_entries[wc.table]),
         kind=lambda wc: TABLE_KINDS[wc.table],
@@ -243,8 +243,8 @@ rule yang2020_probe_figures:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: YANG.replica_entries(YANG.probed, "probes")),
     shell:
@@ -269,8 +269,8 @@ rule yang2020_aer_figures:
         "../../envs/nmtvariants.yaml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=input_sized_mb(1000),
+        runtime=grown_runtime(10),
     params:
         manifest=manifest_text(lambda wc: YANG.aer_entries()),
     shell:

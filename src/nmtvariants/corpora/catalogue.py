@@ -464,6 +464,10 @@ _WMT_SUBCORPORA: dict[str, tuple[str, str, str]] = {
     "yandex": ("https://translate.yandex.ru/corpus?lang=en", "corpus.en_ru.1m.{lang}", "text"),
     "czeng17": ("https://ufal.mff.cuni.cz/czeng/czeng17", "data.plaintext-format/??train.gz", "tsv"),
 }
+# A site's copy of the WMT training archives, as fetched upstream (not in shared/data, so not pinned):
+# <mirror>/wmt/training/<archive name>. The scale rehearsal (benchmarks/scale_data_path.py) serves
+# its generated WMT-sized corpus this way, so the download rule runs unchanged.
+WMT_TRAINING_MIRROR = "wmt/training"
 _CWMT = ("casia2015", "casict2011", "casict2015", "datum2015", "datum2017", "neu2017")
 _GATES = {
     "yandex": "the Yandex 1M EN-RU corpus needs a licence agreement: "
@@ -494,7 +498,7 @@ def _wmt_parts(sub: str, src: str) -> tuple[list[RemoteFile], list[Extract]]:
         ]
     url = url_t.format(src=src)
     name = _SETIMES_NAME.format(src=src) if sub == "setimes2" else url.rsplit("/", 1)[-1]
-    remote = RemoteFile(name, (url,))
+    remote = RemoteFile(name, (url,), mirror=f"{WMT_TRAINING_MIRROR}/{name}")
     if fmt == "tmx":
         return [remote], [Extract(f"train.{lang}", name, None, "tmx", lang=lang) for lang in (src, "en")]
     if fmt == "bars":  # source ||| English

@@ -12,6 +12,7 @@ False, recases every known word to the most frequent form, which e.g. turns a se
 from __future__ import annotations
 
 import logging
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,15 +34,23 @@ def train_truecaser(
     ``train-truecaser.perl`` (``word (count/total) variant (count) ...``) and is written atomically.
     """
     truecaser = MosesTruecaser()
-    model = truecaser.train(
-        (line.split() for line in lines), possibly_use_first_token=possibly_use_first_token
-    )
+    # sacremoses' own train() collects every token's weight of the corpus in one list before counting
+    # (`chain(*...)`): ~17 GB for WMT14 EN-DE's 4.5M lines. The same per-sentence weights
+    # (learn_truecase_weights), counted as they come, keep only the counts: memory grows with the
+    # word types, not the tokens.
+    casing: defaultdict[str, Counter] = defaultdict(Counter)
+    for line in lines:
+        weights = truecaser.learn_truecase_weights(
+            line.split(), possibly_use_first_token=possibly_use_first_token
+        )
+        for lowercase, surface, weight in weights:
+            casing[lowercase][surface] += weight
     with atomic_write(model_path) as out:
         # sacremoses' own save writes beside the target too, but we keep one atomic-write path for
         # every output of the pipeline; the format is sacremoses' (= Moses') writer.
-        truecaser._write_casing(model["casing"], out)
-    log.info("truecase model %s: %d types", model_path, len(model["casing"]))
-    return len(model["casing"])
+        truecaser._write_casing(casing, out)
+    log.info("truecase model %s: %d types", model_path, len(casing))
+    return len(casing)
 
 
 @dataclass

@@ -1,0 +1,104 @@
+"""What a data-path job costs as a function of its input size: the one home of the fitted curves.
+
+A cluster job that outgrows its memory request is killed hours in, and one whose runtime request is
+too short is killed at the limit; static requests (``mem_mb=2000`` on every rule) are right for
+toy data and wrong for WMT. Each stage here has two curves in the job's input size ``s`` (MiB, what
+Snakemake's ``input.size_mb`` gives): ``seconds = a * s^b`` on one core, and ``peak RSS MB = c + d * s``
+(a fixed part, the interpreter and libraries, plus what the job holds: a power law fitted at small
+sizes would under-predict it at WMT size). ``benchmarks/scale_data_path.py`` fits them on the real
+rules run on WMT14-sized corpora at several fractions (``benchmarks/results/scale_data_path.md``).
+
+The rules ask for the prediction times a headroom (a cluster core is not this machine's; the fit
+has scatter), above a floor, and grow it with Snakemake's ``attempt`` so that ``retries:`` in the
+SLURM profile re-submits a killed job with more (:func:`mem_mb`, :func:`runtime_minutes`). The
+plan command (:mod:`nmtvariants.scaling.plan`) reads the same curves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """``seconds = a * s^b`` (one core) and ``peak RSS MB = c + d * s`` for input size ``s`` in MiB."""
+
+    a: float
+    b: float
+    c: float
+    d: float
+    # Input MB per training pair (both sides where the stage reads both): what the plan uses to turn a
+    # corpus's pair count into a job's input size before any file exists.
+    mb_per_pair: float
+
+    def seconds(self, size_mb: float) -> float:
+        return self.a * max(size_mb, 1e-3) ** self.b
+
+    def peak_mb(self, size_mb: float) -> float:
+        return self.c + self.d * max(size_mb, 0.0)
+
+
+# Fitted 2026-11-26 on a 2-core AMD EPYC over 1%, 3%, 10% and (the stages it reached: download,
+# tokenize, clean, truecase) 100% of WMT14 EN-DE's 4.5M pairs, on the jobs' CPU seconds
+# (benchmarks/results/scale_data_path.md has the points, the exponents and the plan's check).
+STAGES: dict[str, StageCost] = {
+    "bpe_apply": StageCost(a=1.601, b=0.8761, c=49.13, d=2.308, mb_per_pair=9.203e-05),
+    "bpe_learn": StageCost(a=76.03, b=0.4624, c=203.6, d=11.02, mb_per_pair=0.0001841),
+    "clean": StageCost(a=0.3512, b=0.8591, c=53.65, d=3.887e-05, mb_per_pair=0.0001928),
+    "download": StageCost(a=0.3247, b=0.8019, c=37.57, d=0.001278, mb_per_pair=8.331e-05),
+    "network_vocab": StageCost(a=2.987, b=0, c=26, d=0, mb_per_pair=3.558e-06),
+    "tokenize": StageCost(a=2.988, b=0.9793, c=106.2, d=0, mb_per_pair=8.638e-05),
+    "train_data": StageCost(a=0.1293, b=1.02, c=38.85, d=1.282, mb_per_pair=0.0002086),
+    "truecase_apply": StageCost(a=2.072, b=0.9947, c=75.38, d=3.491, mb_per_pair=9.205e-05),
+    "truecase_train": StageCost(a=0.6345, b=1, c=104.5, d=0.8525, mb_per_pair=9.205e-05),
+}
+
+# Rule -> the fitted stage whose curve it follows (the rules and the plan both read this).
+STAGE_OF_RULE = {
+    "tokenize": "tokenize",
+    "roundtrip": "tokenize",
+    "clean": "clean",
+    "clean_shared": "clean",
+    "truecase_train": "truecase_train",
+    "truecase_apply": "truecase_apply",
+    "bpe_learn": "bpe_learn",
+    "bpe_vocab_shared": "bpe_apply",
+    "bpe_apply": "bpe_apply",
+    "network_vocab": "network_vocab",
+}
+
+FLOOR_MB = 1000
+FLOOR_MINUTES = 10
+MEMORY_HEADROOM = 1.5  # over the fitted peak: scatter, and allocator growth the benchmark did not see
+TIME_HEADROOM = 3.0  # over the fitted seconds: a slower or shared cluster core
+RETRY_GROWTH = 2.0  # each retry asks for this much more memory and time
+
+
+def mem_mb(stage: str, size_mb: float, attempt: int = 1) -> int:
+    """The memory request (MB) of a ``stage`` (or rule) job reading ``size_mb`` of input, at ``attempt``."""
+    predicted = STAGES[STAGE_OF_RULE.get(stage, stage)].peak_mb(size_mb) * MEMORY_HEADROOM
+    return math.ceil(max(FLOOR_MB, predicted) * RETRY_GROWTH ** (attempt - 1))
+
+
+def runtime_minutes(stage: str, size_mb: float, attempt: int = 1) -> int:
+    """The runtime request (minutes) of a ``stage`` (or rule) job reading ``size_mb``, at ``attempt``."""
+    predicted = STAGES[STAGE_OF_RULE.get(stage, stage)].seconds(size_mb) * TIME_HEADROOM / 60
+    return math.ceil(max(FLOOR_MINUTES, predicted) * RETRY_GROWTH ** (attempt - 1))
+
+
+def grown(request: float, attempt: int) -> int:
+    """A fixed request grown for a retry (the experiment's own `runtime`, a download's)."""
+    return math.ceil(request * RETRY_GROWTH ** (attempt - 1))
+
+
+def train_mem_mb(configured_mb: int, size_mb: float, attempt: int = 1) -> int:
+    """A training run's memory: the configured request or, if larger, holding its training data
+    (stage ``train_data``: reading and binarising the BPE'd corpus in the process), with headroom."""
+    data = STAGES["train_data"].peak_mb(size_mb) * MEMORY_HEADROOM
+    return grown(max(configured_mb, data), attempt)
+
+
+def input_sized_mb(floor_mb: int, size_mb: float, attempt: int = 1) -> int:
+    """A rule without a fitted curve: its floor or twice its input, grown for a retry."""
+    return grown(max(floor_mb, 2 * size_mb), attempt)

@@ -195,3 +195,29 @@ def test_run_tokens_counts_every_gpu_or_the_effective_batch() -> None:
         plan.run_tokens({"max_updates": 100, "batch_tokens": 1000, "effective_batch_tokens": 25_000}, 4)
         == 2.5e6
     )
+
+
+def test_plan_command_end_to_end(tmp_path: Path) -> None:
+    """`nmtvariants plan` on the paper config's WMT14 EN-DE corpus: the data-path rows from the
+    workflow's own dry run, and a clear exit 2 when a corpus's size is unknown."""
+    paper = yaml.safe_load((REPO / "experiments" / "emelin2019.yaml").read_text())
+    corpus = dict(paper["corpora"]["wmt14_ende"], pairs=["en-de"], testsets=["newstest2014-full"])
+    corpus["source"] = ["wmt14_ende", "wmt13:en-de", "wmt14/full:en-de"]
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"mirror": None, "corpora": {"wmt14_ende": corpus}, "experiments": {}}))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    command = [sys.executable, "-m", "nmtvariants", "plan", "--configfile", str(config), "--cores", "8"]
+    command += ["--snakefile", str(REPO / "Snakefile"), "data/wmt14_ende/en-de/bpe/train.de"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| ")}
+    assert {"tokenize", "clean", "truecase_train", "truecase_apply", "bpe_learn", "bpe_apply"} <= set(rows)
+    expected = costs.STAGES["bpe_learn"].seconds(
+        plan.KNOWN_PAIRS["wmt14_ende"] * costs.STAGES["bpe_learn"].mb_per_pair
+    )
+    assert f"| {expected / 3600:,.2f} |" in rows["bpe_learn"]
+    config.write_text(yaml.safe_dump({"mirror": None, "corpora": {"wmt_other": corpus}, "experiments": {}}))
+    command[-1] = "data/wmt_other/en-de/bpe/train.de"
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 2
+    assert "give --pairs wmt_other=N" in done.stderr and "Traceback" not in done.stderr

@@ -57,7 +57,7 @@ def corpus_pairs(config: dict, stated: list[str]) -> dict[str, int]:
 def dry_run(snakefile: Path, configfile: Path, targets: list[str]) -> str:
     with tempfile.TemporaryDirectory() as empty:
         done = subprocess.run(
-            ["snakemake", *targets, "-n", "-s", str(snakefile.resolve()), "-d", empty,
+            [sys.executable, "-m", "snakemake", *targets, "-n", "-s", str(snakefile.resolve()), "-d", empty,
              "--configfile", str(configfile.resolve())],
             capture_output=True, text=True,
         )  # fmt: skip

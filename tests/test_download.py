@@ -221,3 +221,30 @@ def test_cli_download_and_list(
     assert len((dest / "test.align").read_text(encoding="utf-8").splitlines()) == 447
     assert main(["download", "czeng", "--dest", str(dest)]) == 2
     assert "unknown corpus 'czeng'" in capsys.readouterr().err
+
+
+def test_wmt_training_archives_come_from_a_sites_mirror(tmp_path: Path) -> None:
+    """The WMT training archives have a mirror path (wmt/training/<archive>): a site's copy, or the
+    scale rehearsal's generated corpus, is used without reaching statmt.org. The extracted training
+    text is the archives' members, concatenated in catalogue order."""
+    mirror = tmp_path / "mirror" / "wmt" / "training"
+    mirror.mkdir(parents=True)
+    members = {
+        "training-parallel-europarl-v7.tgz": "training/europarl-v7.de-en.{lang}",
+        "training-parallel-commoncrawl.tgz": "commoncrawl.de-en.{lang}",
+        "training-parallel-nc-v9.tgz": "training/news-commentary-v9.de-en.{lang}",
+    }
+    expected = {"en": "", "de": ""}
+    for archive, member in members.items():
+        with tarfile.open(mirror / archive, "w:gz") as tar:
+            for lang in ("en", "de"):
+                text = f"{archive} {lang} line one\n{archive} {lang} line two\n"
+                expected[lang] += text
+                info = tarfile.TarInfo(member.format(lang=lang))
+                info.size = len(text.encode())
+                tar.addfile(info, io.BytesIO(text.encode()))
+    out = tmp_path / "raw"
+    manifest = download_corpus("wmt14_ende", out, mirror=str(tmp_path / "mirror"), retries=1)
+    assert all(s["source"].startswith(str(tmp_path / "mirror")) for s in manifest["sources"])
+    for lang in ("en", "de"):
+        assert (out / f"train.{lang}").read_text(encoding="utf-8") == expected[lang]

@@ -51,7 +51,11 @@ from nmtvariants.fileio import atomic_write
 from nmtvariants.training.plateau import PLATEAU_TOLERANCE, last_fifth_change, valid_curve
 
 EXPERIMENT, PAIR, VARIANT, TESTSET = "baseline", "en-de", "baseline", "test"
-TRAIN_KEYS = ("batch_tokens", "lr_scale", "warmup", "max_updates", "valid_every", "save_every", "keep_last")
+TRAIN_KEYS = (
+    "batch_tokens", "lr_scale", "warmup", "lr_cooldown", "max_updates", "valid_every", "save_every",
+    "keep_last",
+)  # fmt: skip
+TRAIN_DEFAULTS = {"lr_cooldown": 0.0}  # keys a config may leave out (the trainer's default)
 INT_KEYS = {"batch_tokens", "warmup", "max_updates", "valid_every", "save_every", "keep_last", "average_last"}
 SPREAD_LIMIT = 1.0  # BLEU, max - min over the seeds (issue 25)
 
@@ -232,10 +236,11 @@ def markdown(result: dict[str, Any]) -> str:
         f"Command: `{result['command']}`",
         "",
         *[paragraph + "\n" for paragraph in result["notes"]],
-        "| setting | batch tok | lr_scale | warmup | updates | valid every | avg | train s/run | × first |"
+        "| setting | batch tok | lr_scale | warmup | cool-down | updates | valid every | avg | train s/run"
+        " | × first |"
         " last-fifth change per seed | plateau | BLEU per seed | BLEU mean ± sd | spread | chrF mean"
         " | both |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|---|",
     ]
     for row in result["settings"]:
         t, seeds = row["train"], row["seeds"]
@@ -246,6 +251,7 @@ def markdown(result: dict[str, Any]) -> str:
         both = "yes" if row["verdict"]["meets_both"] else "no"
         lines.append(
             f"| {row['name']} | {t['batch_tokens']} | {t['lr_scale']:g} | {t['warmup']} |"
+            f" {t.get('lr_cooldown') or 0:g} |"
             f" {t['max_updates']} | {t['valid_every']} | {row['average_last']} |"
             f" {row['train_s']['mean']:.0f} |"
             f" {row['train_s']['mean'] / first:.2f} | {changes} | {plateau} |"
@@ -321,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
         rows.append({
             "name": setting.name,
-            "train": {key: run_config["train"][key] for key in TRAIN_KEYS},
+            "train": {key: run_config["train"].get(key, TRAIN_DEFAULTS.get(key)) for key in TRAIN_KEYS},
             "average_last": setting.average_last,
             "seeds": seeds,
             "train_s": spread([s["train_s"] for s in seeds]),

@@ -50,3 +50,24 @@ def test_apply_sets_every_group():
 def test_rejects_zero_step():
     with pytest.raises(ValueError):
         noam_lr(0, 512, 4000)
+
+
+def test_cooldown_is_linear_to_the_last_update():
+    """The cool-down against numpy's linspace: over the last n updates the Noam value is multiplied by
+    n/n, (n-1)/n, ..., 1/n; before them the schedule is the Noam curve itself."""
+    import numpy as np
+
+    d, warmup, scale, max_updates, n = 64, 100, 2.0, 1000, 300
+    schedule = NoamSchedule(d, warmup, scale, max_updates, n)
+    steps = np.arange(1, max_updates + 1)
+    noam = np.array([noam_lr(int(s), d, warmup, scale) for s in steps])
+    factor = np.ones(max_updates)
+    factor[-n:] = np.linspace(1.0, 1.0 / n, n)
+    got = np.array([schedule(int(s)) for s in steps])
+    np.testing.assert_allclose(got, noam * factor, rtol=1e-12)
+    assert schedule.peak == pytest.approx(noam_lr(warmup, d, warmup, scale), rel=1e-12)
+
+
+def test_no_cooldown_is_noam_and_past_the_end_stays_positive():
+    assert NoamSchedule(64, 10, 1.0, 50, 0)(40) == noam_lr(40, 64, 10)
+    assert NoamSchedule(64, 10, 1.0, 50, 20)(60) == pytest.approx(noam_lr(60, 64, 10) / 20, rel=1e-12)

@@ -13,6 +13,7 @@ from training_fixtures import make_corpus, run_config
 from nmtvariants.data.batching import BatchStream, UpdateStream, collate
 from nmtvariants.errors import ConfigError
 from nmtvariants.models import load_model
+from nmtvariants.training.build import build_schedule
 from nmtvariants.training.checkpoints import load_checkpoint
 from nmtvariants.training.loss import label_smoothed_nll
 from nmtvariants.training.train_config import parse_run_config
@@ -41,6 +42,7 @@ def keep_threads():
         (lambda c: c["data"].pop("vocab"), r"data\.vocab: required"),
         (lambda c: c.update(trian={}), r"trian: unknown top-level key"),
         (lambda c: c["train"].update(batch_tokens=0), r"train\.batch_tokens: must be >= 1"),
+        (lambda c: c["train"].update(lr_cooldown=1.0), r"train\.lr_cooldown: a share of max_updates"),
     ],
 )
 def test_config_errors_name_the_key(corpus, edit, message):
@@ -55,6 +57,13 @@ def test_variant_warmup_overrides_train_warmup(corpus):
     config["variant"] = {"warmup": 6000}
     parsed = parse_run_config(config)
     assert parsed.train.warmup == 6000 and "warmup" not in parsed.variant
+
+
+def test_cooldown_ends_the_run_at_the_smallest_step(corpus):
+    config = parse_run_config(run_config(corpus, max_updates=40, warmup=10, lr_cooldown=0.25))
+    schedule = build_schedule(config.train, 32)
+    assert schedule.cooldown_updates == 10
+    assert schedule(40) == pytest.approx(schedule(30) * 0.1 * (30 / 40) ** 0.5, rel=1e-12)
 
 
 def test_training_learns_and_writes_its_outputs(corpus, tmp_path):

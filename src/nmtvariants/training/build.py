@@ -169,10 +169,12 @@ def build_optimizer(model: nn.Module, train: TrainSettings, device: torch.device
 
 
 def build_schedule(train: TrainSettings, d_model: int) -> NoamSchedule:
-    """Noam with ``train.warmup``, scaled to peak at ``train.lr_peak`` if set, else by ``lr_scale``."""
+    """Noam with ``train.warmup``, scaled to peak at ``train.lr_peak`` if set, else by ``lr_scale``,
+    cooled down linearly over the last ``train.lr_cooldown`` share of ``max_updates``."""
     peak = train.lr_peak
     scale = scale_for_peak(peak, d_model, train.warmup) if peak else train.lr_scale
-    return NoamSchedule(d_model, train.warmup, scale)
+    cooldown_updates = round(train.lr_cooldown * train.max_updates)
+    return NoamSchedule(d_model, train.warmup, scale, train.max_updates, cooldown_updates)
 
 
 def build_scaler(train: TrainSettings, device: torch.device) -> torch.amp.GradScaler:

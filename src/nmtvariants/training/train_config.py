@@ -14,8 +14,8 @@ Shape::
     model:   {preset: tiny|small|base|big, ...ModelConfig overrides}
     variant: {...study switches...; optional warmup: N overrides train.warmup for this variant}
     train:   {max_updates, batch_tokens, update_freq | effective_batch_tokens, lr_scale | lr_peak,
-              warmup, label_smoothing, clip_norm, save_every, keep_last, valid_every, patience, seed,
-              amp: none|bf16|fp16, max_epochs, threads, ...}
+              warmup, lr_cooldown, label_smoothing, clip_norm, save_every, keep_last, valid_every,
+              patience, seed, amp: none|bf16|fp16, max_epochs, threads, ...}
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class TrainSettings:
     effective_batch_tokens: int | None = None
     lr_scale: float = 1.0
     lr_peak: float | None = None
+    lr_cooldown: float = 0.0  # share of max_updates at the end over which the LR falls linearly
     warmup: int = 4000
     adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
     adam_eps: float = 1e-9
@@ -201,6 +202,8 @@ def _check_train(train: TrainSettings) -> None:
         raise ConfigError("train.keep_last, patience, clip_norm and maxi_batch must be >= 0")
     if train.lr_peak is not None and train.lr_peak <= 0:
         raise ConfigError(f"train.lr_peak: must be > 0, got {train.lr_peak}")
+    if not 0.0 <= train.lr_cooldown < 1.0:
+        raise ConfigError(f"train.lr_cooldown: a share of max_updates in [0, 1), got {train.lr_cooldown}")
 
 
 def _check_data(data: DataSettings) -> None:

@@ -14,7 +14,8 @@ exactly as the workflow does (rules/train.smk, rules/evaluate.smk: ``average``, 
 Everything that is not named in a ``--setting`` comes from the workflow config (``--config``,
 defaults filled in from the schema), so the first setting ``demo:`` is the demo's own baseline and
 the other rows are priced against it. A setting is ``NAME:key=value,...`` with keys from
-``batch_tokens, lr_scale, warmup, max_updates, valid_every, save_every, keep_last, average_last``.
+``batch_tokens, lr_scale, warmup, lr_cooldown, max_updates, valid_every, save_every, keep_last,
+average_last`` (``lr_cooldown=START/END/FLOOR``: train.lr_cooldown's shares).
 Runs go to ``--workdir/<run id>/`` (the hash of the run's settings, seed included, as in the
 workflow's ``models/runs/``): a run already finished there is reused with its recorded train time,
 so an interrupted measurement resumes, and two rows that differ only in ``average_last`` share their
@@ -55,7 +56,8 @@ TRAIN_KEYS = (
     "batch_tokens", "lr_scale", "warmup", "lr_cooldown", "max_updates", "valid_every", "save_every",
     "keep_last",
 )  # fmt: skip
-TRAIN_DEFAULTS = {"lr_cooldown": 0.0}  # keys a config may leave out (the trainer's default)
+TRAIN_DEFAULTS = {"lr_cooldown": None}  # keys a config may leave out (the trainer's default)
+COOLDOWN_KEYS = ("start", "end", "floor")  # lr_cooldown=START/END/FLOOR in a --setting
 INT_KEYS = {"batch_tokens", "warmup", "max_updates", "valid_every", "save_every", "keep_last", "average_last"}
 SPREAD_LIMIT = 1.0  # BLEU, max - min over the seeds (issue 25)
 
@@ -65,7 +67,7 @@ class Setting:
     """One row of the comparison: the train settings that differ from the config, and the averaging."""
 
     name: str
-    overrides: dict[str, float | int]
+    overrides: dict[str, Any]
     average_last: int
 
 
@@ -75,14 +77,17 @@ def parse_setting(text: str, average_last: int) -> Setting:
     name, _, body = text.partition(":")
     if not name or "/" in name:
         raise ValueError(f"{text!r}: a setting is NAME:key=value,... with a plain NAME")
-    overrides: dict[str, float | int] = {}
+    overrides: dict[str, Any] = {}
     for item in filter(None, body.split(",")):
         key, sep, value = item.partition("=")
         if not sep or key not in (*TRAIN_KEYS, "average_last"):
             raise ValueError(
                 f"{text!r}: {item!r} is not key=value with a key among {(*TRAIN_KEYS, 'average_last')}"
             )
-        overrides[key] = int(value) if key in INT_KEYS else float(value)
+        if key == "lr_cooldown":
+            overrides[key] = dict(zip(COOLDOWN_KEYS, map(float, value.split("/")), strict=False))
+        else:
+            overrides[key] = int(value) if key in INT_KEYS else float(value)
     average = int(overrides.pop("average_last", average_last))
     return Setting(name, overrides, average)
 
@@ -220,6 +225,13 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def cooldown_text(shares: dict[str, float] | None) -> str:
+    """``start-end → floor`` of a cool-down (shares of the updates), or – for the plain Noam curve."""
+    if not shares:
+        return "–"
+    return f"{shares['start']:g}-{shares.get('end', 1.0):g} → {shares.get('floor', 0.0):g}"
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The comparison (one row per setting) and each seed's validation curve."""
     first = result["settings"][0]["train_s"]["mean"]
@@ -251,7 +263,7 @@ def markdown(result: dict[str, Any]) -> str:
         both = "yes" if row["verdict"]["meets_both"] else "no"
         lines.append(
             f"| {row['name']} | {t['batch_tokens']} | {t['lr_scale']:g} | {t['warmup']} |"
-            f" {t.get('lr_cooldown') or 0:g} |"
+            f" {cooldown_text(t.get('lr_cooldown'))} |"
             f" {t['max_updates']} | {t['valid_every']} | {row['average_last']} |"
             f" {row['train_s']['mean']:.0f} |"
             f" {row['train_s']['mean'] / first:.2f} | {changes} | {plateau} |"

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from nmtvariants.training.schedule import NoamSchedule, noam_lr, scale_for_peak
+from nmtvariants.training.schedule import Cooldown, NoamSchedule, noam_lr, scale_for_peak
 
 
 @pytest.mark.parametrize("step", [1, 2, 100, 3999, 4000, 4001, 150_000])
@@ -52,22 +52,33 @@ def test_rejects_zero_step():
         noam_lr(0, 512, 4000)
 
 
-def test_cooldown_is_linear_to_the_last_update():
-    """The cool-down against numpy's linspace: over the last n updates the Noam value is multiplied by
-    n/n, (n-1)/n, ..., 1/n; before them the schedule is the Noam curve itself."""
-    import numpy as np
+def _naive_cooldown_lrs(d, warmup, scale, max_updates, start, end, floor):
+    """The cool-down as a loop that lowers the factor by one fixed step per update (no formula)."""
+    factor, step_down, lrs = 1.0, (1.0 - floor) / (end - start), []
+    for step in range(1, max_updates + 1):
+        if start < step <= end:
+            factor -= step_down
+        lrs.append(noam_lr(step, d, warmup, scale) * max(factor, floor))
+    return lrs
 
-    d, warmup, scale, max_updates, n = 64, 100, 2.0, 1000, 300
-    schedule = NoamSchedule(d, warmup, scale, max_updates, n)
-    steps = np.arange(1, max_updates + 1)
-    noam = np.array([noam_lr(int(s), d, warmup, scale) for s in steps])
-    factor = np.ones(max_updates)
-    factor[-n:] = np.linspace(1.0, 1.0 / n, n)
-    got = np.array([schedule(int(s)) for s in steps])
-    np.testing.assert_allclose(got, noam * factor, rtol=1e-12)
+
+@pytest.mark.parametrize(("shares", "bounds"), [
+    ({"start": 0.7}, (700, 1000, 0.0)),
+    ({"start": 0.4, "end": 0.8, "floor": 0.1}, (400, 800, 0.1)),
+])  # fmt: skip
+def test_cooldown_against_a_loop(shares, bounds):
+    d, warmup, scale, max_updates = 64, 100, 2.0, 1000
+    cooldown = Cooldown.from_shares(shares, max_updates)
+    assert (cooldown.start, cooldown.end, cooldown.floor) == bounds
+    schedule = NoamSchedule(d, warmup, scale, cooldown)
+    expected = _naive_cooldown_lrs(d, warmup, scale, max_updates, *bounds)
+    got = [schedule(step) for step in range(1, max_updates + 1)]
+    assert got == pytest.approx(expected, rel=1e-9, abs=1e-15)
     assert schedule.peak == pytest.approx(noam_lr(warmup, d, warmup, scale), rel=1e-12)
+    assert schedule(max_updates + 50) == pytest.approx(
+        noam_lr(max_updates + 50, d, warmup, scale) * bounds[2]
+    )
 
 
-def test_no_cooldown_is_noam_and_past_the_end_stays_positive():
-    assert NoamSchedule(64, 10, 1.0, 50, 0)(40) == noam_lr(40, 64, 10)
-    assert NoamSchedule(64, 10, 1.0, 50, 20)(60) == pytest.approx(noam_lr(60, 64, 10) / 20, rel=1e-12)
+def test_no_cooldown_is_noam():
+    assert NoamSchedule(64, 10, 1.0)(40) == noam_lr(40, 64, 10)

@@ -42,7 +42,8 @@ def keep_threads():
         (lambda c: c["data"].pop("vocab"), r"data\.vocab: required"),
         (lambda c: c.update(trian={}), r"trian: unknown top-level key"),
         (lambda c: c["train"].update(batch_tokens=0), r"train\.batch_tokens: must be >= 1"),
-        (lambda c: c["train"].update(lr_cooldown=1.0), r"train\.lr_cooldown: a share of max_updates"),
+        (lambda c: c["train"].update(lr_cooldown={"start": 0.9, "end": 0.5}), r"train\.lr_cooldown: needs"),
+        (lambda c: c["train"].update(lr_cooldown={"end": 0.5}), r"train\.lr_cooldown: give \{start"),
     ],
 )
 def test_config_errors_name_the_key(corpus, edit, message):
@@ -59,11 +60,12 @@ def test_variant_warmup_overrides_train_warmup(corpus):
     assert parsed.train.warmup == 6000 and "warmup" not in parsed.variant
 
 
-def test_cooldown_ends_the_run_at_the_smallest_step(corpus):
-    config = parse_run_config(run_config(corpus, max_updates=40, warmup=10, lr_cooldown=0.25))
+def test_cooldown_from_the_run_config(corpus):
+    config = parse_run_config(run_config(corpus, max_updates=40, warmup=10, lr_cooldown={"start": 0.75}))
     schedule = build_schedule(config.train, 32)
-    assert schedule.cooldown_updates == 10
-    assert schedule(40) == pytest.approx(schedule(30) * 0.1 * (30 / 40) ** 0.5, rel=1e-12)
+    assert (schedule.cooldown.start, schedule.cooldown.end) == (30, 40)
+    assert schedule(35) == pytest.approx(schedule(30) * 0.5 * (30 / 35) ** 0.5, rel=1e-12)
+    assert schedule(40) == 0.0
 
 
 def test_training_learns_and_writes_its_outputs(corpus, tmp_path):

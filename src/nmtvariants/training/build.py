@@ -22,7 +22,7 @@ from nmtvariants.models import build_model as build_transformer
 from nmtvariants.models.variants import declared_inputs, stream_kind
 from nmtvariants.training.distributed import DistInfo
 from nmtvariants.training.objective import LossModule
-from nmtvariants.training.schedule import NoamSchedule, scale_for_peak
+from nmtvariants.training.schedule import Cooldown, NoamSchedule, scale_for_peak
 from nmtvariants.training.train_config import RunConfig, TrainSettings
 
 
@@ -170,11 +170,12 @@ def build_optimizer(model: nn.Module, train: TrainSettings, device: torch.device
 
 def build_schedule(train: TrainSettings, d_model: int) -> NoamSchedule:
     """Noam with ``train.warmup``, scaled to peak at ``train.lr_peak`` if set, else by ``lr_scale``,
-    cooled down linearly over the last ``train.lr_cooldown`` share of ``max_updates``."""
+    cooled down as ``train.lr_cooldown`` says (shares of ``max_updates``), if given."""
     peak = train.lr_peak
     scale = scale_for_peak(peak, d_model, train.warmup) if peak else train.lr_scale
-    cooldown_updates = round(train.lr_cooldown * train.max_updates)
-    return NoamSchedule(d_model, train.warmup, scale, train.max_updates, cooldown_updates)
+    shares = train.lr_cooldown
+    cooldown = Cooldown.from_shares(shares, train.max_updates) if shares else None
+    return NoamSchedule(d_model, train.warmup, scale, cooldown)
 
 
 def build_scaler(train: TrainSettings, device: torch.device) -> torch.amp.GradScaler:

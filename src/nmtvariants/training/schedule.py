@@ -8,13 +8,15 @@ same curve with ``scale = peak · sqrt(d_model · warmup)`` (see :func:`scale_fo
 The warm-up differs per variant in Emelin et al. (4000 base, 6000 shortcuts, 8000 feature-fusion),
 which is why it is an argument and not a constant.
 
-An optional *cool-down* (``train.lr_cooldown``, a share of ``max_updates``) multiplies the curve over
-the last ``cooldown_updates = round(share · max_updates)`` updates by a factor that falls linearly to
-``1 / cooldown_updates`` at the last update (the trapezoidal or "warm-up, stable, decay" shape). Why:
-a short run stopped on the inverse square root's tail still takes large steps, so its validation
-perplexity wobbles from one checkpoint to the next and seeds end at different points of the wobble;
-annealing the step towards zero settles every seed (measured in benchmarks/toy_convergence.py).
-Without it (share 0, the default) the schedule is the papers' Noam curve.
+An optional *cool-down* (``train.lr_cooldown: {start, end, floor}``, shares of ``max_updates``)
+multiplies the curve by a factor that falls linearly from 1 at update ``start · max_updates`` to
+``floor`` at ``end · max_updates`` and stays there (the "warm-up, stable, decay" shape; ``end`` 1 and
+``floor`` 0 anneal to zero at the last update). Why: a short run stopped on the inverse square root's
+tail still takes large steps, so its validation perplexity wobbles from one checkpoint to the next
+and seeds end at different points of the wobble; annealing settles every seed. Ending the decay
+before the run does, at a small floor, leaves the last updates to show that training on at the
+final learning rate no longer moves the model: the plateau record (training/plateau.py) reads the
+last fifth. Measured in benchmarks/toy_convergence.py. Without it the schedule is the papers' Noam.
 """
 
 from __future__ import annotations
@@ -32,13 +34,27 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def cooldown_factor(step: int, max_updates: int, cooldown_updates: int) -> float:
-    """The cool-down's multiplier for the 1-based ``step``: 1 before the last ``cooldown_updates``
-    updates, then ``(max_updates - step + 1) / cooldown_updates`` (1 at its first update, falling by
-    the same amount every update to ``1 / cooldown_updates`` at ``max_updates``)."""
-    if cooldown_updates <= 0:
-        return 1.0
-    return min(1.0, max(max_updates - step + 1, 1) / cooldown_updates)
+@dataclass(frozen=True)
+class Cooldown:
+    """The linear fall of the learning rate's factor from 1 at update ``start`` to ``floor`` at ``end``."""
+
+    start: int
+    end: int
+    floor: float = 0.0
+
+    def __call__(self, step: int) -> float:
+        if step <= self.start:
+            return 1.0
+        if step >= self.end:
+            return self.floor
+        return 1.0 - (1.0 - self.floor) * (step - self.start) / (self.end - self.start)
+
+    @classmethod
+    def from_shares(cls, shares: dict[str, float], max_updates: int) -> Cooldown:
+        """From ``{start, end (default 1), floor (default 0)}`` as shares of ``max_updates``."""
+        end = round(shares.get("end", 1.0) * max_updates)
+        start = min(round(shares["start"] * max_updates), end - 1)
+        return cls(start, end, shares.get("floor", 0.0))
 
 
 def scale_for_peak(peak_lr: float, d_model: int, warmup: int) -> float:
@@ -54,12 +70,11 @@ class NoamSchedule:
     d_model: int
     warmup: int
     scale: float = 1.0
-    max_updates: int = 0
-    cooldown_updates: int = 0  # 0: no cool-down (the Noam curve itself)
+    cooldown: Cooldown | None = None  # None: the Noam curve itself
 
     def __call__(self, step: int) -> float:
         lr = noam_lr(step, self.d_model, self.warmup, self.scale)
-        return lr * cooldown_factor(step, self.max_updates, self.cooldown_updates)
+        return lr * self.cooldown(step) if self.cooldown else lr
 
     @property
     def peak(self) -> float:

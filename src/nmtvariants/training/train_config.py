@@ -68,7 +68,7 @@ class TrainSettings:
     effective_batch_tokens: int | None = None
     lr_scale: float = 1.0
     lr_peak: float | None = None
-    lr_cooldown: float = 0.0  # share of max_updates at the end over which the LR falls linearly
+    lr_cooldown: dict[str, float] | None = None  # {start, end, floor}: training/schedule.py
     warmup: int = 4000
     adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
     adam_eps: float = 1e-9
@@ -202,8 +202,22 @@ def _check_train(train: TrainSettings) -> None:
         raise ConfigError("train.keep_last, patience, clip_norm and maxi_batch must be >= 0")
     if train.lr_peak is not None and train.lr_peak <= 0:
         raise ConfigError(f"train.lr_peak: must be > 0, got {train.lr_peak}")
-    if not 0.0 <= train.lr_cooldown < 1.0:
-        raise ConfigError(f"train.lr_cooldown: a share of max_updates in [0, 1), got {train.lr_cooldown}")
+    if train.lr_cooldown is not None:
+        _check_cooldown(train.lr_cooldown)
+
+
+def _check_cooldown(shares: dict[str, float]) -> None:
+    unknown = sorted(set(shares) - {"start", "end", "floor"})
+    if unknown or "start" not in shares:
+        raise ConfigError(
+            f"train.lr_cooldown: give {{start, end, floor}}, shares of max_updates (start required), "
+            f"got {shares}"
+        )
+    start, end, floor = shares["start"], shares.get("end", 1.0), shares.get("floor", 0.0)
+    if not (0.0 <= start < end <= 1.0 and 0.0 <= floor <= 1.0):
+        raise ConfigError(
+            f"train.lr_cooldown: needs 0 <= start < end <= 1 and a floor in [0, 1], got {shares}"
+        )
 
 
 def _check_data(data: DataSettings) -> None:

@@ -215,21 +215,22 @@ def test_a_study_output_outside_its_folder_is_refused(workflow_copy):
 
 
 # --- the demo's training budget ------------------------------------------------------------------
-# `make demo` (the embedded default) must give every table and figure in 15 minutes on 2 CPU cores.
-# Training dominates, so the default's training runs are held to a quota per study: the number of
-# training jobs, and their updates counted at 2,048 tokens per batch (a run with batches of 4,096
-# tokens counts twice its max_updates). A run shared by several studies counts once, for the first
-# study in QUOTA's order that uses it. Models stay at the tiny preset. The study issues fill in
-# their own quota within TOTAL; the lead measures the demo's wall time (benchmarks/).
+# `make demo` (the embedded default) must give every table and figure on 2 CPU cores within its
+# budget. Training dominates, so the default's training runs are held to a quota per study: the number
+# of training jobs, and their updates counted at 2,048 tokens per batch (a run with batches of 1,024
+# tokens counts half its max_updates). A run shared by several studies counts once, for the first
+# study in QUOTA's order that uses it. Models stay at the tiny preset, and every toy run trains with
+# the one setting that benchmarks/toy_convergence.py measured at its plateau (below).
+RUN_UPDATES = 800  # 1,600 updates of 1,024 tokens: the toy runs' plateau setting (config.yaml &toy_train)
 QUOTA = {
-    "baseline": {"jobs": 1, "updates": 400},
+    "baseline": {"jobs": 1, "updates": RUN_UPDATES},
     # lexical, feature-fusion; EN-RU baseline and both (Table 2); dec-to-enc and dec-to-enc + self (Table 4)
-    "emelin2019": {"jobs": 7, "updates": 2800},
-    "bugliarello2020": {"jobs": 4, "updates": 1600},  # PASCAL, LISA, S&H, multi-task
-    "yang2020": {"jobs": 2, "updates": 800},  # sem_ifm, simplified
-    "libovicky2018": {"jobs": 8, "updates": 3200},  # four strategies x (images, two sources)
+    "emelin2019": {"jobs": 7, "updates": 7 * RUN_UPDATES},
+    "bugliarello2020": {"jobs": 4, "updates": 4 * RUN_UPDATES},  # PASCAL, LISA, S&H, multi-task
+    "yang2020": {"jobs": 2, "updates": 2 * RUN_UPDATES},  # sem_ifm, simplified
+    "libovicky2018": {"jobs": 8, "updates": 8 * RUN_UPDATES},  # four strategies x (images, two sources)
 }
-TOTAL = {"jobs": 22, "updates": 8800}
+TOTAL = {"jobs": 22, "updates": 22 * RUN_UPDATES}
 REFERENCE_BATCH_TOKENS = 2048
 
 
@@ -273,8 +274,27 @@ def test_quota_adds_up():
 
 def test_the_default_configs_training_fits_the_demo_budget():
     spent = training_budget(REPO / "config.yaml")
-    assert spent["baseline"] == {"jobs": 1, "updates": 400}
+    assert spent["baseline"] == {"jobs": 1, "updates": RUN_UPDATES}
     assert over_budget(spent) == []
+
+
+def test_every_toy_run_trains_with_the_setting_measured_at_its_plateau():
+    """The demo's runs use one train setting, and benchmarks/results/toy_convergence.json has it as a
+    row whose every seed reached the plateau (under 2% over the last fifth): the config cannot drift
+    from the measurement that justifies it without this test saying so."""
+    config = with_defaults(yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8")), SCHEMA)
+    trains = [run.settings["train"] for run in training_runs(config).values()]
+    setting = {key: value for key, value in trains[0].items() if key != "seed"}
+    assert all({k: v for k, v in train.items() if k != "seed"} == setting for train in trains)
+    measured = json.loads((REPO / "benchmarks/results/toy_convergence.json").read_text(encoding="utf-8"))
+    rows = [row for row in measured["settings"] if _same_train(row["train"], setting)]
+    assert rows, f"no row of toy_convergence.json measured the demo's setting {setting}"
+    assert len(rows[0]["seeds"]) >= 3 and rows[0]["verdict"]["all_at_plateau"]
+
+
+def _same_train(measured: dict, setting: dict) -> bool:
+    """Whether a toy_convergence row trained with ``setting`` (the keys it records; None: not set)."""
+    return all(setting.get(key) == value for key, value in measured.items())
 
 
 def test_the_budget_guard_catches_an_extra_run(tmp_path):

@@ -13,8 +13,9 @@ architecture (models/transformer.py, layers.py, attention.py, embeddings.py):
   default differs, so it is written into the model's config);
 * token embeddings scaled by sqrt(d), then the T2T sinusoids added (first half sines, second half
   cosines): the table ``sinusoidal_positions`` computes is stored in the model (PositionEncoderSpec
-  ``encodings``) rather than left to CTranslate2's own sinusoids, so that both decode with the very same
-  numbers; positions start at 0 on both sides (the decoder's ``<s>`` is position 0);
+  ``encodings``), because CTranslate2's own sinusoids are not these (the self-check's control: 31 of
+  50 greedy outputs identical without the table); positions start at 0 on both sides (the decoder's
+  ``<s>`` is position 0);
 * attention: Q, K, V (fused into one matrix for self-attention, K and V fused for cross-attention)
   and the output projection, biases only where the model has them (``attention_bias``), scores scaled
   by 1/sqrt(d_head) (CTranslate2's default ``queries_scale``); FFN Linear-ReLU-Linear with biases;
@@ -38,8 +39,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -174,13 +177,19 @@ def build_spec(model: Transformer, tokens: list[str]) -> Any:
     return spec
 
 
-def convert(checkpoint: str | Path, vocab: str | Path, out: str | Path) -> Path:
-    """Write the CTranslate2 model of ``checkpoint`` (float32 weights) into ``out``; returns ``out``."""
+def convert(
+    checkpoint: str | Path, vocab: str | Path, out: str | Path, spoil: Callable[[Any], None] | None = None
+) -> Path:
+    """Write the CTranslate2 model of ``checkpoint`` (float32 weights) into ``out``; returns ``out``.
+    ``spoil`` changes the spec before it is saved (the self-check's controls)."""
     model = load_model(checkpoint).float().eval()
     tokens = Vocabulary.load(vocab).itos
     if len(tokens) != model.vocab_size:
         raise ConfigError(f"{vocab}: {len(tokens)} tokens, but the model has {model.vocab_size}")
     spec = build_spec(model, tokens)
+    if spoil is not None:
+        spoil(spec)
+        spec.validate()
     spec.optimize(quantization=None)  # float32 on disk: compute_type picks int8 at load time
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,6 +273,36 @@ SELFCHECK_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def _builtin_positions(spec: Any) -> None:
+    from ctranslate2.specs import model_spec
+
+    spec.encoder.position_encodings.encodings = model_spec.OPTIONAL
+    spec.decoder.position_encodings.encodings = model_spec.OPTIONAL
+
+
+def _unscaled(spec: Any) -> None:
+    spec.encoder.scale_embeddings = spec.decoder.scale_embeddings = False
+
+
+def _shifted_decoder_positions(spec: Any) -> None:
+    table = sinusoidal_positions(1025, spec.decoder.embeddings.weight.shape[1]).numpy()
+    spec.decoder.position_encodings.encodings = table[1:]
+
+
+def _epsilon(spec: Any) -> None:
+    spec.config.layer_norm_epsilon = 1e-6
+
+
+# Controls: the first model of SELFCHECK_MODELS converted wrongly on purpose, so that the check is seen
+# to catch each mistake (CTranslate2's own sinusoids are not T2T's, so the table must be stored).
+CONTROLS: dict[str, Callable[[Any], None]] = {
+    "control: positions left to CTranslate2's own sinusoids": _builtin_positions,
+    "control: embeddings not scaled by sqrt(d)": _unscaled,
+    "control: decoder positions shifted by one": _shifted_decoder_positions,
+    "control: LayerNorm epsilon 1e-6 instead of 1e-5": _epsilon,
+}
+
+
 def selfcheck(folder: Path, sentences: int) -> list[dict]:
     """Convert and check random-weight models of every layout in SELFCHECK_MODELS, and the small
     reverser the tests train (tests/model_fixtures.py: a trained model, whose outputs end by choice)."""
@@ -285,6 +324,10 @@ def selfcheck(folder: Path, sentences: int) -> list[dict]:
             for n in lengths
         ]
         reports.append(_check_model(folder / f"model{index}", name, model, tokens, lines))
+        if index == 0:
+            for number, (control, spoil) in enumerate(CONTROLS.items()):
+                path = folder / f"control{number}"
+                reports.append(_check_model(path, control, model, tokens, lines, spoil))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from model_fixtures import REVERSE_VOCAB, reverse_batch, trained_reverse_model
 
@@ -296,7 +339,14 @@ def selfcheck(folder: Path, sentences: int) -> list[dict]:
     return reports
 
 
-def _check_model(folder: Path, name: str, model: Transformer, tokens: list[str], lines: list[str]) -> dict:
+def _check_model(
+    folder: Path,
+    name: str,
+    model: Transformer,
+    tokens: list[str],
+    lines: list[str],
+    spoil: Callable[[Any], None] | None = None,
+) -> dict:
     import dataclasses
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -304,11 +354,11 @@ def _check_model(folder: Path, name: str, model: Transformer, tokens: list[str],
     state = {"model_config": dataclasses.asdict(model.cfg), "vocab_size": len(tokens)}
     torch.save({**state, "model": model.state_dict()}, checkpoint)
     Vocabulary(tokens).save(vocab)
-    report = check(checkpoint, vocab, convert(checkpoint, vocab, folder / "ct2"), lines)
+    report = check(checkpoint, vocab, convert(checkpoint, vocab, folder / "ct2", spoil), lines)
     return {"model": name, **report}
 
 
-def selfcheck_markdown(reports: list[dict], command: str) -> str:
+def selfcheck_markdown(reports: list[dict], command: str, beside: str) -> str:
     import ctranslate2
 
     lines = [
@@ -317,7 +367,11 @@ def selfcheck_markdown(reports: list[dict], command: str) -> str:
         f"Command: `{command}`; ctranslate2 {ctranslate2.__version__}, torch {torch.__version__}, one "
         "thread, float32. Greedy outputs of our beam search (beam 1) and of CTranslate2 on the same "
         "converted weights, and each output token's log-probability under both (teacher-forced; "
-        "CTranslate2's `score_batch`).",
+        f"CTranslate2's `score_batch`). What else ran: {beside} "
+        "The control rows convert the first model wrongly on purpose: "
+        "the check must fail there. It does, except for the LayerNorm epsilon: 1e-6 instead of 1e-5 "
+        "moves log-probabilities by ~1e-5, the size of float32 rounding here, so the check cannot see "
+        "it (the converter writes the model's epsilon into config.json, which CTranslate2 reads).",
         "",
         "| model | sentences | output tokens | identical greedy outputs "
         "| max abs token log-prob difference |",
@@ -343,6 +397,11 @@ def main(argv: list[str] | None = None) -> int:
         "and the tests' trained reverser; writes SELFCHECK.json and SELFCHECK.md",
     )
     parser.add_argument("--check", help="source text: compare greedy outputs of ours and CTranslate2")
+    parser.add_argument(
+        "--beside",
+        default="nothing was started beside it on purpose (no speed is measured here).",
+        help="what else ran on the machine, written into the self-check's results",
+    )
     parser.add_argument("--n", type=int, default=50, help="lines of --check to decode")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -351,10 +410,13 @@ def main(argv: list[str] | None = None) -> int:
             reports = selfcheck(Path(args.out or tmp), args.n)
         result = Path(args.selfcheck)
         result.with_suffix(".json").write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
-        command = "python benchmarks/ct2_convert.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        result.with_suffix(".md").write_text(selfcheck_markdown(reports, command), encoding="utf-8")
-        print(selfcheck_markdown(reports, command))
-        return 0 if all(r["identical_greedy_outputs"] == r["sentences"] for r in reports) else 1
+        given = sys.argv[1:] if argv is None else argv
+        command = shlex.join(["python", "benchmarks/ct2_convert.py", *given])
+        text = selfcheck_markdown(reports, command, args.beside)
+        result.with_suffix(".md").write_text(text, encoding="utf-8")
+        print(text)
+        right = [r for r in reports if not r["model"].startswith("control:")]
+        return 0 if all(r["identical_greedy_outputs"] == r["sentences"] for r in right) else 1
     if not (args.checkpoint and args.vocab and args.out):
         parser.error("--checkpoint, --vocab and --out are needed (or --selfcheck)")
     try:

@@ -274,7 +274,7 @@ def markdown(summary: dict, meta: dict, runs: list[dict]) -> str:
         f"Measured {meta['date']} on {meta['cpu']} ({meta['cpus']} CPUs), torch {meta['torch']}, "
         f"ctranslate2 {meta['ctranslate2']}, {len(rounds)} rounds, modes in rotating order, each in a "
         f"fresh process. Command: `{meta['command']}`. The conversion is checked in "
-        "`ct2_convert_check.md` (identical greedy outputs, per-token log-probs within 1e-5).",
+        "`ct2_convert_check.md` (identical greedy outputs, per-token log-probs equal to ~1e-5).",
         "",
         f"What else ran: {meta['beside']} The CPU that other processes used during each run is in the "
         "table (cores, from /proc/stat minus the run's own CPU time); only the per-round ratios are "

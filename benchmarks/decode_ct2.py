@@ -268,12 +268,13 @@ def summarise(runs: list[dict], modes: list[str]) -> dict:
 def markdown(summary: dict, meta: dict, runs: list[dict]) -> str:
     rounds = sorted({r["round"] for r in runs})
     lines = [
-        "# Beam search, ours against CTranslate2 on the same weights: fixed 30-token outputs, beam 5, "
+        f"# Beam search, ours{' against CTranslate2 on the same weights' if meta['ctranslate2'] else ''}: "
+        "fixed 30-token outputs, beam 5, "
         f"batch 64, {meta['sentences']} sentences, small model (3+3, d 256), {meta['threads']} thread",
         "",
         f"Measured {meta['date']} on {meta['cpu']} ({meta['cpus']} CPUs), torch {meta['torch']}, "
-        f"ctranslate2 {meta['ctranslate2']}, {len(rounds)} rounds, modes in rotating order, each in a "
-        f"fresh process. Command: `{meta['command']}`. The conversion is checked in "
+        f"ctranslate2 {meta['ctranslate2'] or 'not run'}, {len(rounds)} rounds, modes in rotating "
+        f"order, each in a fresh process. Command: `{meta['command']}`. The conversion is checked in "
         "`ct2_convert_check.md` (identical greedy outputs, per-token log-probs equal to ~1e-5).",
         "",
         f"What else ran: {meta['beside']} The CPU that other processes used during each run is in the "
@@ -303,12 +304,19 @@ def markdown(summary: dict, meta: dict, runs: list[dict]) -> str:
         max(CT2, key=lambda m: next((r["sent_per_s"] for r in runs if r["round"] == k and r["mode"] == m), 0))
         for k in rounds
     ]
-    lines += ["", f"CTranslate2's fastest mode per round: {', '.join(best)}.", ""]
+    if any(r["mode"] in CT2 for r in runs):
+        lines += ["", f"CTranslate2's fastest mode per round: {', '.join(best)}."]
+    lines.append("")
     return "\n".join(lines)
 
 
 PROFILE_GROUPS = {
-    "matrix products (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::bmm", "quantized::linear_dynamic"),
+    "matrix products (mm, addmm, bmm; int8: linear_dynamic, which quantises its input too)": (
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "quantized::linear_dynamic",
+    ),
     "log-softmax and top-k over beam x vocabulary": ("aten::_log_softmax", "aten::topk"),
     "copies, concatenation, gathers (head reshapes, beam and cache reordering, projection blocks)": (
         "aten::copy_",
@@ -321,13 +329,14 @@ PROFILE_GROUPS = {
 
 
 def profile_markdown(profile: dict, runs: list[dict]) -> list[str]:
-    """Where one ours_fp32 pass spends its time: operator self time by group, and the rest of the
+    """Where one pass of ours spends its time: operator self time by group, and the rest of the
     unprofiled pass's wall clock, which is Python and dispatch between the operators."""
     ops = profile["ops"]
-    plain = statistics.median(r["seconds"] for r in runs if r["mode"] == "ours_fp32")
+    mode = profile.get("mode", "ours_fp32")
+    plain = statistics.median(r["seconds"] for r in runs if r["mode"] == mode)
     lines = [
         "",
-        "## Where ours_fp32 spends its time (torch.profiler, one more pass)",
+        f"## Where {mode} spends its time (torch.profiler, one more pass)",
         "",
         f"The profiled pass took {profile['seconds']:.1f} s against {plain:.1f} s unprofiled (median of "
         "the rounds above). Operator self times are the profiler's (the 40 largest operators); the "
@@ -393,7 +402,13 @@ def main() -> None:
         default="nothing was started beside it on purpose; see the other-CPU column.",
         help="what else ran on the machine, written into the results",
     )
-    parser.add_argument("--profile", action="store_true", help="also profile one pass of ours_fp32")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="ours_fp32",
+        choices=OURS,
+        help="also profile one pass of this mode of ours (default ours_fp32); it must be among --modes",
+    )
     parser.add_argument("--out", default=str(RESULTS / "decode_ct2"))
     parser.add_argument("--render", action="store_true", help="rewrite OUT.md from OUT.json, measure nothing")
     args = parser.parse_args()
@@ -438,7 +453,7 @@ def main() -> None:
                 __file__,
                 "--worker",
                 "--mode",
-                "ours_fp32",
+                args.profile,
                 "--data",
                 str(data),
                 "--profile",
@@ -446,7 +461,7 @@ def main() -> None:
             cmd += ["--threads", threads, "--beam", str(args.beam), "--batch", str(args.batch)]
             cmd += ["--length", str(args.length)]
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-            profile = json.loads(proc.stdout.strip().splitlines()[-1])
+            profile = {"mode": args.profile, **json.loads(proc.stdout.strip().splitlines()[-1])}
     summary = summarise(runs, modes)
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M"),

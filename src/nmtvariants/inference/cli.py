@@ -21,9 +21,8 @@ from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import atomic_write, read_lines
 from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
+from nmtvariants.inference.precision import DTYPE_NAMES
 from nmtvariants.training.cli import add_extra_input_args, extra_input_files
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -75,10 +74,11 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     parser.add_argument(
         "--dtype",
-        choices=tuple(DTYPES),
+        choices=DTYPE_NAMES,
         default="float32",
         help="weights and activations (bfloat16: ~1.7x faster beam search on CPUs with AVX512-BF16 or "
-        "AMX, and on GPUs; output scores are computed in float32 either way)",
+        "AMX, and on GPUs; int8: dynamic int8 quantisation of the linear layers, CPU only; output "
+        "scores are computed in float32 either way)",
     )
 
 
@@ -92,16 +92,18 @@ def resolve_device(requested: str) -> str:
 
 def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
     from nmtvariants.allocator import keep_freed_memory
+    from nmtvariants.inference.precision import check_dtype, prepare_model
     from nmtvariants.inference.translate import check_vocabulary
     from nmtvariants.kernel_caches import bound_kernel_caches
     from nmtvariants.models import load_model
 
+    args.device = resolve_device(args.device)
+    check_dtype(args.dtype, args.device)  # before the weights are read: int8 runs on the CPU only
     bound_kernel_caches()
     keep_freed_memory()
     if args.threads:
         torch.set_num_threads(args.threads)
-    args.device = resolve_device(args.device)
-    model = load_model(args.checkpoint, map_location=args.device).to(DTYPES[args.dtype])
+    model = prepare_model(load_model(args.checkpoint, map_location=args.device), args.dtype, args.device)
     vocab = Vocabulary.load(args.vocab)
     check_vocabulary(model, vocab, args.vocab)
     return model, vocab

@@ -75,6 +75,9 @@ class Transformer(nn.Module):
         self.output_projection = (
             None if cfg.share_embeddings in ("all", "decoder") else nn.Linear(d, vocab_size, bias=False)
         )
+        # seam: an int8 copy of the output projection for CPU decoding (inference/precision.py); the
+        # float weight stays, because the embeddings and the training objective read it
+        self.quantized_projection: nn.Module | None = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -200,7 +203,10 @@ class Transformer(nn.Module):
         In inference on CPU the product is taken in blocks of PROJECTION_BLOCK vocabulary rows, each
         block of the table small enough to stay in cache while all states stream past it
         (benchmarks/decode.py: ~10% faster beam search on the small model); training uses one GEMM.
+        A model quantised to int8 (``translate --dtype int8``) projects through its int8 copy.
         """
+        if self.quantized_projection is not None:
+            return self.quantized_projection(states)
         weight = self.output_weight
         if self.training or states.is_cuda or weight.size(0) <= 2 * PROJECTION_BLOCK:
             return F.linear(states, weight)

@@ -1,0 +1,275 @@
+"""`translate --dtype int8`: dynamic int8 quantisation of the linear layers for CPU decoding.
+
+Checked against computations that do not go through torch's quantised kernels: the int8 weights
+and their scales are recomputed from the float weights in float64 (symmetric, one scale per output
+row: amax / 127.5), and a quantised layer's output is compared with the float64 product of those
+dequantised weights and the input. What is left between the two is the quantisation of the input,
+which fbgemm does per call and per tensor on at most 8 bits (7 with its reduce_range): each input
+value moves by at most half a step, step = (max(x, 0) - min(x, 0)) / 127, so output j moves by at most
+step / 2 * sum_i |W_ji|.
+
+End to end, on the small reverser of model_fixtures through the real command: int8 changes some
+logits by ~1%, so two candidates that close can swap; at most 3% of the sentences may differ from
+float32, corpus BLEU may move by at most 1.5 points, and the n-best and forced-decoding scores stay
+near float32's (measured: no sentence differs; mean score differences 0.027 and 0.004). Models with
+plug-ins in every seam quantise and decode too, since the pipeline decodes every variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import pytest
+import sacrebleu
+import torch
+import yaml
+from model_fixtures import REVERSE_VOCAB, reverse_batch, single_thread, trained_reverse_model
+from torch import nn
+
+from nmtvariants.cli import main
+from nmtvariants.data.vocab import SPECIALS, Vocabulary
+from nmtvariants.inference import cli as inference_cli
+from nmtvariants.inference.beam_search import beam_search
+from nmtvariants.inference.precision import DTYPE_NAMES, quantize_int8, quantized_linear
+from nmtvariants.models import build_model, model_config
+
+SENTENCES = 200
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with single_thread():
+        yield
+
+
+def independent_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Integer weights and per-row scales of symmetric per-row int8, computed in float64."""
+    w = weight.double()
+    scale = w.abs().amax(dim=1) / 127.5
+    ints = torch.clamp(torch.round(w / scale[:, None]), -128, 127)
+    return ints, scale
+
+
+def activation_bound(x: torch.Tensor, dequantised: torch.Tensor) -> torch.Tensor:
+    """Largest change of each output that quantising ``x`` per tensor on 7 bits can cause."""
+    step = (x.double().max().clamp(min=0) - x.double().min().clamp(max=0)) / 127
+    return step / 2 * dequantised.abs().sum(dim=1)
+
+
+def test_quantized_linear_is_the_float64_product_of_its_dequantised_weight():
+    generator = torch.Generator().manual_seed(3)
+    weight = torch.randn(48, 32, generator=generator) * torch.linspace(0.1, 3.0, 48)[:, None]
+    x = torch.randn(10, 32, generator=generator)
+    layer = quantized_linear(weight)
+    ints, scale = independent_int8(weight)
+    packed = layer.weight()
+    assert torch.allclose(packed.q_per_channel_scales().double(), scale, rtol=1e-6)
+    # round-half cases may land one step apart in float32; no entry further
+    assert (packed.int_repr().double() - ints).abs().max() <= 1
+    assert (packed.int_repr().double() == ints).float().mean() > 0.99
+    dequantised = packed.dequantize().double()
+    expected = x.double() @ dequantised.T
+    got = layer(x).double()
+    bound = activation_bound(x, dequantised)
+    assert ((got - expected).abs() <= bound[None, :] + 1e-5).all()
+    # and the int8 result is not simply the float one: the weights did move
+    assert not torch.allclose(got, x.double() @ weight.double().T, atol=1e-4)
+
+
+def tiny_model(share: str) -> nn.Module:
+    torch.manual_seed(7)
+    cfg = model_config("tiny", overrides={"share_embeddings": share})
+    return build_model(cfg, 40).eval()
+
+
+@pytest.mark.parametrize("share", ["all", "decoder", "none"])
+def test_every_layout_of_the_output_projection_is_quantised(share):
+    """Tied ("all", "decoder") the projection is the target nn.Embedding's table, untied an nn.Linear
+    (models/transformer.py); either way the float weight stays and an int8 copy projects."""
+    model = tiny_model(share)
+    tied = model.output_projection is None
+    assert tied == (share in ("all", "decoder"))
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
+    tgt = torch.tensor([[1, 11, 12, 13], [1, 14, 15, 0]])
+    with torch.inference_mode():
+        reference = model(src, tgt)
+        states = model.decode_states(tgt, model.encode_inputs(src))
+    float_weight = model.output_weight.detach().clone()
+    quantize_int8(model)
+    # the embeddings and (untied) the float projection are untouched
+    assert isinstance(model.tgt_embed.table, nn.Embedding)
+    assert torch.equal(model.output_weight, float_weight)
+    assert (model.src_embed.table is model.tgt_embed.table) == (share == "all")
+    if not tied:
+        assert type(model.output_projection) is nn.Linear
+    assert model.quantized_projection is not None
+    ffn = model.decoder_layers[0].ffn.w1
+    assert isinstance(ffn, torch.ao.nn.quantized.dynamic.Linear)
+    with torch.inference_mode():
+        projected = model.project(states)
+        logits = model(src, tgt)
+    ints, scale = independent_int8(float_weight)
+    dequantised = ints * scale[:, None]
+    expected = states.double() @ dequantised.T
+    bound = activation_bound(states, dequantised)
+    assert ((projected.double() - expected).abs() <= bound + 1e-5).all()
+    # the whole quantised model stays near the float one (random weights: relative to the spread)
+    assert (logits - reference).abs().max() < 0.1 * reference.std()
+
+
+def variant_cases() -> dict[str, tuple[nn.Module, object, torch.Tensor]]:
+    """Models with plug-ins in every seam (score and key/value transforms, a reordered decoder, three
+    encoders with a feature grid), each with a batch of its inputs and decoder inputs."""
+    from test_composed_variants import COMPOSED
+    from test_composed_variants import batch as composed_batch
+    from test_multi_encoder import SMALL, TWO_PLUS_FEATURES, batch_inputs, targets
+
+    cases = {}
+    torch.manual_seed(0)
+    inputs, tgt_in, _ = composed_batch()
+    tiny = {"d_model": 32, "n_heads": 4, "d_ff": 64}
+    cases["pascal+lexical+simplified+lisa"] = (
+        build_model(model_config("tiny", overrides=tiny, variant=COMPOSED), 24).eval(),
+        inputs,
+        tgt_in,
+    )
+    cases["feature-fusion shortcuts"] = (
+        build_model(
+            model_config("tiny", overrides=tiny, variant={"shortcuts": {"kind": "feature_fusion"}}), 24
+        ),
+        inputs.src,
+        tgt_in,
+    )
+    generator = torch.Generator().manual_seed(1)
+    inputs, _ = batch_inputs(generator, 3)
+    cases["two sources + image features"] = (
+        build_model(model_config("tiny", overrides=SMALL, variant={"multi_source": TWO_PLUS_FEATURES}), 24),
+        inputs,
+        targets(generator, 3, 5),
+    )
+    return cases
+
+
+@pytest.mark.parametrize(
+    "name", ["pascal+lexical+simplified+lisa", "feature-fusion shortcuts", "two sources + image features"]
+)
+def test_variants_quantise_and_decode(name):
+    """The pipeline decodes every variant: int8 must leave the plug-ins' seams working."""
+    model, inputs, tgt_in = variant_cases()[name]
+    model.eval()
+    with torch.inference_mode():
+        reference = model(inputs, tgt_in)
+    quantize_int8(model)
+    if model.feature_encoder is not None:
+        assert type(model.feature_encoder.proj) is nn.Linear  # its weight's dtype is read directly
+    with torch.inference_mode():
+        logits = model(inputs, tgt_in)
+    assert (logits - reference).abs().max() < 0.1 * reference.std()
+    hyps = beam_search(model, inputs, beam_size=3, max_len_a=0, max_len_b=6)
+    assert len(hyps) == tgt_in.size(0) and all(h for h in hyps)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """Checkpoint, vocabulary, source file and references (the reversed sources)."""
+    model = trained_reverse_model()
+    folder = tmp_path_factory.mktemp("int8")
+    vocab = Vocabulary([*SPECIALS, *(f"w{i}" for i in range(REVERSE_VOCAB - 4))])
+    vocab.save(folder / "vocab.txt")
+    state = {"model_config": dataclasses.asdict(model.cfg), "vocab_size": REVERSE_VOCAB}
+    torch.save({**state, "model": model.state_dict()}, folder / "model.pt")
+    *_, sources = reverse_batch(torch.Generator().manual_seed(5), SENTENCES)
+    lines = [vocab.decode(source[:-1]) for source in sources]
+    (folder / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    references = [" ".join(line.split()[::-1]) for line in lines]
+    return folder, references
+
+
+def translate(folder, dtype: str, output: str, *extra: str) -> list[str]:
+    code = main(
+        [
+            *("translate", "--checkpoint", str(folder / "model.pt"), "--vocab", str(folder / "vocab.txt")),
+            *("--input", str(folder / "in.txt"), "--output", str(folder / output), "--dtype", dtype),
+            *("--device", "cpu", *extra),
+        ]
+    )
+    assert code == 0
+    return (folder / output).read_text(encoding="utf-8").splitlines()
+
+
+def test_int8_translates_as_float32(setup):
+    folder, references = setup
+    full = translate(folder, "float32", "float32.txt")
+    quantised = translate(folder, "int8", "int8.txt")
+    assert len(full) == len(quantised) == SENTENCES
+    full_bleu = sacrebleu.corpus_bleu(full, [references]).score
+    int8_bleu = sacrebleu.corpus_bleu(quantised, [references]).score
+    assert full_bleu > 90  # the model learned the task, so the comparison means something
+    assert abs(full_bleu - int8_bleu) <= 1.5, (full_bleu, int8_bleu)
+    assert sum(a != b for a, b in zip(full, quantised, strict=True)) <= 3 * SENTENCES // 100
+
+
+def test_int8_nbest_scores_are_near_float32(setup):
+    folder, _ = setup
+    extra = ("--nbest", "3", "--beam", "3", "--length-norm", "none")
+    quantised = translate(folder, "int8", "nbest8.txt", *extra)
+    full = translate(folder, "float32", "nbest32.txt", *extra)
+    scores = [float(line.split(" ||| ")[2]) for line in quantised]
+    for start in range(0, len(scores), 3):
+        assert scores[start] >= scores[start + 1] >= scores[start + 2]
+    best_int8 = [float(line.split(" ||| ")[2]) for line in quantised[::3]]
+    best_full = [float(line.split(" ||| ")[2]) for line in full[::3]]
+    assert sum(abs(a - b) for a, b in zip(best_int8, best_full, strict=True)) / SENTENCES < 0.05
+
+
+def test_int8_forced_decoding_scores_are_near_float32(setup):
+    """`score --dtype int8` (teacher-forced, through the same int8 projection) against float32."""
+    folder, references = setup
+    (folder / "ref.txt").write_text("\n".join(references) + "\n", encoding="utf-8")
+    scores = {}
+    for dtype in ("float32", "int8"):
+        code = main(
+            [
+                *("score", "--checkpoint", str(folder / "model.pt"), "--vocab", str(folder / "vocab.txt")),
+                *("--source", str(folder / "in.txt"), "--target", str(folder / "ref.txt")),
+                *("--output", str(folder / f"score.{dtype}"), "--dtype", dtype, "--device", "cpu"),
+            ]
+        )
+        assert code == 0
+        scores[dtype] = [float(x) for x in (folder / f"score.{dtype}").read_text().split()]
+    differences = [abs(a - b) for a, b in zip(scores["float32"], scores["int8"], strict=True)]
+    assert len(differences) == SENTENCES
+    assert sum(differences) / SENTENCES < 0.02 and max(differences) < 0.1
+
+
+def test_int8_on_the_gpu_is_refused_in_one_line(setup, capsys):
+    """Checked before the weights are read, so no GPU is needed to see the refusal."""
+    folder, _ = setup
+    code = main(
+        [
+            *("translate", "--checkpoint", str(folder / "model.pt"), "--vocab", str(folder / "vocab.txt")),
+            *("--input", str(folder / "in.txt"), "--output", str(folder / "gpu.txt")),
+            *("--dtype", "int8", "--device", "cuda"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "int8" in err and "--device cpu" in err
+    assert not (folder / "gpu.txt").exists()
+
+
+def test_dtype_names_have_one_home():
+    """The workflow's evaluate.dtype (the schema cannot import the names) and both commands that load
+    a model accept exactly the formats of inference/precision.py."""
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text(encoding="utf-8"))
+    evaluate = schema["$defs"]["experiment"]["properties"]["evaluate"]["properties"]
+    assert evaluate["dtype"]["enum"] == list(DTYPE_NAMES)
+    subparsers = argparse.ArgumentParser().add_subparsers()
+    inference_cli.add_parser(subparsers)
+    for command in ("translate", "score"):
+        action = next(a for a in subparsers.choices[command]._actions if a.dest == "dtype")
+        assert tuple(action.choices) == DTYPE_NAMES

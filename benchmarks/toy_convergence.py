@@ -15,7 +15,7 @@ Everything that is not named in a ``--setting`` comes from the workflow config (
 defaults filled in from the schema), so the first setting ``demo:`` is the demo's own baseline and
 the other rows are priced against it. A setting is ``NAME:key=value,...`` with keys from
 ``batch_tokens, lr_scale, warmup, lr_cooldown, max_updates, valid_every, save_every, keep_last,
-average_last`` (``lr_cooldown=START/END/FLOOR``: train.lr_cooldown's shares).
+average_last`` (``lr_cooldown=START/END/FLOOR``: train.lr_cooldown's shares; ``none``: no cool-down).
 Runs go to ``--workdir/<run id>/`` (the hash of the run's settings, seed included, as in the
 workflow's ``models/runs/``): a run already finished there is reused with its recorded train time,
 so an interrupted measurement resumes, and two rows that differ only in ``average_last`` share their
@@ -85,7 +85,8 @@ def parse_setting(text: str, average_last: int) -> Setting:
                 f"{text!r}: {item!r} is not key=value with a key among {(*TRAIN_KEYS, 'average_last')}"
             )
         if key == "lr_cooldown":
-            overrides[key] = dict(zip(COOLDOWN_KEYS, map(float, value.split("/")), strict=False))
+            shares = [float(share) for share in value.split("/")] if value != "none" else None
+            overrides[key] = None if shares is None else dict(zip(COOLDOWN_KEYS, shares, strict=False))
         else:
             overrides[key] = int(value) if key in INT_KEYS else float(value)
     average = int(overrides.pop("average_last", average_last))
@@ -314,7 +315,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         seeds = []
         for seed in args.seeds:
             run_config = run_settings(config, EXPERIMENT, PAIR, VARIANT, seed)
-            run_config["train"] = {**run_config["train"], **setting.overrides}
+            merged = {**run_config["train"], **setting.overrides}  # None: the trainer's default
+            run_config["train"] = {key: value for key, value in merged.items() if value is not None}
             run = workdir / content_id(run_config)  # rows that differ only in averaging share it
             print(f"{setting.name} seed {seed}: training", flush=True)
             timing = train(run_config, run, data_root, args.threads, cli)

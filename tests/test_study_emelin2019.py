@@ -637,8 +637,9 @@ def test_the_bleu_command_writes_the_table_csv_and_provenance(tmp_path):
 
 
 def test_tables_carry_the_deviations_that_apply_to_them_and_no_others(tmp_path):
-    """Table 4 names the non-lexical module only when it has such a variant; the POS breakdown names
-    its taggers, the frequency breakdown does not; the BLEU tables have none."""
+    """Table 4 names the non-lexical module only when it has such a variant; Tables 1-4 name the shared
+    warm-up only when no shortcut variant has its own; the POS breakdown names its taggers, the
+    frequency breakdown does not."""
     from nmtvariants.reporting.deviations import check_registry
 
     check_registry(tables.DEVIATIONS, tables.TABLE_KEYS)
@@ -654,18 +655,21 @@ def test_tables_carry_the_deviations_that_apply_to_them_and_no_others(tmp_path):
         keys = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))["deviations"]
         return keys, out.read_text(encoding="utf-8")
 
-    lexical = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}}}
+    lexical = {"baseline": {}, "lexical": {"shortcuts": {"kind": "lexical"}, "warmup": 6000}}
     manifest = score_manifest(tmp_path / "m.json", paths, None, lexical)
     keys, text = written("emelin2019-variants", "--manifest", manifest)
     assert keys == [] and "Deviations from the paper" not in text
+    assert written("emelin2019-bleu", "--manifest", manifest)[0] == []
     non_lexical = {
         "baseline": {},
         "lexical": {"shortcuts": {"kind": "feature_fusion", "source": "n_minus_2"}},
     }
     manifest = score_manifest(tmp_path / "m.json", paths, None, non_lexical)
     keys, text = written("emelin2019-variants", "--manifest", manifest)
-    assert keys == ["non_lexical_shortcuts"]
-    assert text.endswith(f"- {by_key['non_lexical_shortcuts'].text}\n")
+    assert keys == ["non_lexical_shortcuts", "shared_warmup"]
+    assert f"- {by_key['non_lexical_shortcuts'].text}\n" in text
+    assert text.endswith(f"- {by_key['shared_warmup'].text}\n")
+    assert written("emelin2019-bleu", "--manifest", manifest)[0] == ["shared_warmup"]
     probes = tmp_path / "probes.csv"
     probe_rows().to_csv(probes, index=False)
     manifest = files_manifest(tmp_path / "probes.json", "probes", [probes])

@@ -85,3 +85,12 @@ def test_settings_parse_to_typed_overrides_and_reject_unknown_levers():
 def test_the_recorded_command_leaves_out_the_notes():
     argv = ["--setting", "demo:", "--note", "a long paragraph", "--note=another", "--seeds", "1"]
     assert toy.recorded_command(argv) == "python benchmarks/toy_convergence.py --setting demo: --seeds 1"
+
+
+def test_a_cooldown_parses_to_train_lr_cooldown_and_none_to_the_trainers_default():
+    floor = toy.parse_setting("f:lr_cooldown=0.4/0.8/0.1", 3)
+    assert floor.overrides == {"lr_cooldown": {"start": 0.4, "end": 0.8, "floor": 0.1}}
+    assert toy.parse_setting("z:lr_cooldown=0.7", 3).overrides == {"lr_cooldown": {"start": 0.7}}
+    assert toy.parse_setting("n:lr_cooldown=none", 3).overrides == {"lr_cooldown": None}
+    assert toy.cooldown_text({"start": 0.4, "end": 0.8, "floor": 0.1}) == "0.4-0.8 → 0.1"
+    assert toy.cooldown_text(None) == "–"

@@ -91,8 +91,9 @@ def run_bleu(args: argparse.Namespace) -> int:
         f"against the tokenised reference (the paper's second figure). `mean`: {mean} Over seeds, the "
         f"`mean` row averages each seed's test mean.\n\n{seeds_note(seeds)}"
     )
-    sources = _files(entries, "scores")
-    write_table(csv, args.out, args.title, notes, sources, _deviations("bleu"), markdown=markdown)
+    switches = {str(entry.variant): entry.info.get("switches") for entry in entries}
+    deviations = _deviations("bleu", tables.variant_conditions(switches))
+    write_table(csv, args.out, args.title, notes, _files(entries, "scores"), deviations, markdown=markdown)
     return 0
 
 

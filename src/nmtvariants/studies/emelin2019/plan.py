@@ -235,16 +235,16 @@ class Emelin2019Plan(StudyPlan):
         return [system for system in self.systems(["en-de"]) if system[0] == self.analysed]
 
     # --- the manifests of the BLEU tables and the bootstrap ------------------------------------------
+    def switches(self, name: str, pair: str, variant: str) -> dict[str, Any]:
+        """A system's switches as a manifest entry's info (Table 4's shortcut column, the deviations)."""
+        return {"switches": self.experiments[name]["variants"][variant]}
+
     def bleu_manifest(self, table: str) -> list[Entry]:
-        return self.score_entries(self.bleu_systems(table))
+        return self.score_entries(self.bleu_systems(table), self.switches)
 
     def variants_manifest(self) -> list[Entry]:
-        """Table 4: every replica's scores, with the variant's switches (its shortcut column)."""
-
-        def switches(name: str, pair: str, variant: str) -> dict[str, Any]:
-            return {"switches": self.experiments[name]["variants"][variant]}
-
-        return self.score_entries(self.variant_systems(), switches)
+        """Table 4: every replica's scores, with the variant's switches."""
+        return self.score_entries(self.variant_systems(), self.switches)
 
     def bootstrap_manifest(self) -> list[Entry]:
         """The significance test of every non-baseline variant of the analysed experiment on every test

@@ -300,12 +300,12 @@ def _same_train(measured: dict, setting: dict) -> bool:
 def test_the_budget_guard_catches_an_extra_run(tmp_path):
     config = baseline_and({})
     config["experiments"]["baseline"]["variants"] = {"baseline": {}, "more": {}}
-    config["experiments"]["baseline"]["train"]["batch_tokens"] = 4096
+    config["experiments"]["baseline"]["train"]["batch_tokens"] = 2048  # twice the demo's
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     spent = training_budget(path)
-    assert spent["baseline"] == {"jobs": 1, "updates": 800}  # `more` is the same run: shared
-    assert over_budget(spent) == ["baseline: 800 updates > quota 400"]
+    assert spent["baseline"] == {"jobs": 1, "updates": 2 * RUN_UPDATES}  # `more` is the same run: shared
+    assert over_budget(spent) == [f"baseline: {2 * RUN_UPDATES} updates > quota {RUN_UPDATES}"]
 
 
 def test_a_registration_after_the_report_was_planned_is_refused(workflow_copy):

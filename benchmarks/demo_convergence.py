@@ -25,7 +25,6 @@ import argparse
 import json
 import shlex
 import statistics
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -156,6 +155,16 @@ def machine() -> str:
     return "unknown CPU"
 
 
+def recorded_command(args: argparse.Namespace) -> str:
+    """The command line that made the result, with the long texts (the workflow's command, printed
+    beside it, and the notes, printed above the tables) shortened to ``...``."""
+    words = ["python", "benchmarks/demo_convergence.py", "--workdir", args.workdir, "--configfile",
+             *args.configfile, "--experiments", *args.experiments, "--testset", args.testset,
+             "--workflow-command", "...", *(["--note", "..."] if args.note else []), "--date", args.date,
+             "--out", args.out]  # fmt: skip
+    return shlex.join(words)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True, help="the workflow folder the runs were made in")
@@ -181,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = {
         "date": args.date,
         "machine": machine(),
-        "command": shlex.join(["python", "benchmarks/demo_convergence.py", *(argv or sys.argv[1:])]),
+        "command": recorded_command(args),
         "workflow_command": args.workflow_command,
         "notes": args.note,
         "experiments": experiments,

@@ -3,7 +3,7 @@
 A toy table prints one number per system; whether a difference between two rows is a finding or the
 luck of one seed shows only when the same comparison is trained again with other seeds. This script
 reads a workflow folder where the demo's experiments were trained with several ``seeds`` (the config
-plus ``experiments/toy_seeds.yaml``) and writes, for every experiment, pair and test set: each
+plus ``experiments/overlays/toy_seeds.yaml``) and writes, for every experiment, pair and test set: each
 variant's BLEU per seed, its mean ± sd and spread, its difference from the experiment's reference
 variant (its first, as the significance tests use) seed by seed and whether that difference has the
 same sign in every seed, and each run's plateau record (``run.json``: the change of the validation
@@ -11,9 +11,9 @@ perplexity over the last fifth of its updates). Nothing is trained here: the wor
 
 Usage::
 
-    snakemake --cores 1 --configfile config.yaml experiments/toy_seeds.yaml -d WORK <tables>
+    snakemake --cores 1 --configfile config.yaml experiments/overlays/toy_seeds.yaml -d WORK <tables>
     python benchmarks/demo_convergence.py --workdir WORK \\
-        --configfile config.yaml experiments/toy_seeds.yaml \\
+        --configfile config.yaml experiments/overlays/toy_seeds.yaml \\
         --experiments baseline bugliarello2020 --date 2026-11-26 --out benchmarks/results/demo_convergence
 
 Writes ``<out>.json`` and ``<out>.md``.

@@ -42,7 +42,7 @@ def test_one_seed_says_nothing_of_a_sign():
 
 
 def test_the_seeds_overlay_adds_seeds_and_keeps_the_rest_of_the_default():
-    config = demo.merged_config([REPO / "config.yaml", REPO / "experiments" / "toy_seeds.yaml"])
+    config = demo.merged_config([REPO / "config.yaml", REPO / "experiments" / "overlays" / "toy_seeds.yaml"])
     toy = [name for name, spec in config["experiments"].items() if spec["corpus"] == "toyworld"]
     assert toy and all(config["experiments"][name]["seeds"] == [1234, 2, 3] for name in toy)
     assert config["experiments"]["bugliarello2020"]["variants"]["pascal"] == {"pascal": {}}

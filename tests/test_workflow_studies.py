@@ -16,10 +16,10 @@ from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 from nmtvariants.config import training_runs, with_defaults
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
-# the default baseline's model (the tiny preset without dropout: config.yaml's &toy_model)
-TOY_MODEL = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))["experiments"]["baseline"][
-    "model"
-]
+# the default baseline (the tiny preset without dropout, &toy_model; the toy runs' &toy_train)
+DEFAULT_CONFIG = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+DEFAULT_BASELINE = DEFAULT_CONFIG["experiments"]["baseline"]
+TOY_MODEL = DEFAULT_BASELINE["model"]
 # A second study's experiment whose baseline is the default's baseline run, plus its own variant-free
 # run with more updates: the study issues add experiments of this shape.
 SECOND_STUDY = {
@@ -30,15 +30,7 @@ SECOND_STUDY = {
             "pairs": ["en-de"],
             "model": TOY_MODEL,
             "variants": {"baseline": {}},
-            "train": {
-                "max_updates": 400,
-                "batch_tokens": 2048,
-                "warmup": 200,
-                "lr_scale": 2.0,
-                "save_every": 100,
-                "keep_last": 5,
-                "valid_every": 80,
-            },
+            "train": DEFAULT_BASELINE["train"],
             "average_last": 3,
             "resources": {"threads": 2, "mem_mb": 4000, "runtime": 60, "gpus": 0},
             "evaluate": {"testsets": ["test"], "beam": 5, "alpha": 0.6, "metrics": ["bleu", "chrf", "ter"]},
@@ -295,6 +287,13 @@ def test_every_toy_run_trains_with_the_setting_measured_at_its_plateau():
 def _same_train(measured: dict, setting: dict) -> bool:
     """Whether a toy_convergence row trained with ``setting`` (the keys it records; None: not set)."""
     return all(setting.get(key) == value for key, value in measured.items())
+
+
+def test_the_seeds_overlay_trains_every_toy_run_three_times():
+    """config.yaml + experiments/overlays/toy_seeds.yaml, merged by Snakemake: each of the demo's runs
+    once per seed (1234, 2, 3), the shared baseline still trained once per seed."""
+    jobs = plan("--configfile", "config.yaml", "experiments/overlays/toy_seeds.yaml")
+    assert counts(jobs)["train"] == 3 * TOTAL["jobs"]
 
 
 def test_the_budget_guard_catches_an_extra_run(tmp_path):

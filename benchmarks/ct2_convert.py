@@ -138,20 +138,9 @@ def build_spec(model: Transformer, tokens: list[str]) -> Any:
     cfg = model.cfg
     pre = cfg.norm == "pre"
     no_final = not (pre and cfg.final_norm)
-    encoder = transformer_spec.TransformerEncoderSpec(
-        len(model.encoder_layers),
-        cfg.n_heads,
-        pre_norm=pre,
-        no_final_norm=no_final,
-        activation=common_spec.Activation.RELU,
-    )
-    decoder = transformer_spec.TransformerDecoderSpec(
-        len(model.decoder_layers),
-        cfg.n_heads,
-        pre_norm=pre,
-        no_final_norm=no_final,
-        activation=common_spec.Activation.RELU,
-    )
+    layout = {"pre_norm": pre, "no_final_norm": no_final, "activation": common_spec.Activation.RELU}
+    encoder = transformer_spec.TransformerEncoderSpec(len(model.encoder_layers), cfg.n_heads, **layout)
+    decoder = transformer_spec.TransformerDecoderSpec(len(model.decoder_layers), cfg.n_heads, **layout)
     positions = sinusoidal_positions(cfg.max_positions, cfg.d_model).numpy()
     set_inputs(encoder, model.src_embed, positions)
     set_inputs(decoder, model.tgt_embed, positions)

@@ -221,6 +221,13 @@ def run_mode(mode: str, args: argparse.Namespace, data: Path) -> dict:
         "MKL_NUM_THREADS": str(args.threads),
         "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
+    return measured_worker(mode, cmd, env)
+
+
+def measured_worker(mode: str, cmd: list[str], env: dict[str, str]) -> dict:
+    """Run one worker process (its last stdout line: a JSON result with ``sentences`` and ``seconds``)
+    and add its speed, its wall time and own CPU, the CPU other processes used meanwhile (cores), and
+    the load average before and after: what makes a disturbed round visible."""
     load_before = os.getloadavg()[0]
     busy0, wall0 = busy_seconds(), time.perf_counter()
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -234,6 +241,8 @@ def run_mode(mode: str, args: argparse.Namespace, data: Path) -> dict:
     result.update(
         mode=mode,
         sent_per_s=result["sentences"] / result["seconds"],
+        process_wall_s=wall1 - wall0,
+        own_cpu_s=own,
         other_cpu_cores=max(0.0, (busy1 - busy0 - own) / (wall1 - wall0)),
         load_before=load_before,
         load_after=os.getloadavg()[0],

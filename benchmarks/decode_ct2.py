@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from decode import busy_seconds, make_data
+from decode import make_data, measured_worker
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -213,26 +213,7 @@ def run_mode(mode: str, args: argparse.Namespace, data: Path, env: dict[str, str
         *("--worker", "--mode", mode, "--data", str(data), "--threads", str(args.threads)),
         *("--beam", str(args.beam), "--batch", str(args.batch), "--length", str(args.length)),
     ]
-    load_before = os.getloadavg()[0]
-    busy0, wall0 = busy_seconds(), time.perf_counter()
-    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    busy1, wall1 = busy_seconds(), time.perf_counter()
-    if proc.returncode:
-        raise RuntimeError(f"{mode} failed:\n{proc.stderr[-3000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    own = (children1.ru_utime - children0.ru_utime) + (children1.ru_stime - children0.ru_stime)
-    result.update(
-        mode=mode,
-        sent_per_s=result["sentences"] / result["seconds"],
-        process_wall_s=wall1 - wall0,
-        own_cpu_s=own,
-        other_cpu_cores=max(0.0, (busy1 - busy0 - own) / (wall1 - wall0)),
-        load_before=load_before,
-        load_after=os.getloadavg()[0],
-    )
-    return result
+    return measured_worker(mode, cmd, env)
 
 
 def per_round_ratios(runs: list[dict], mode: str, reference: str | tuple[str, ...]) -> list[float]:

@@ -7,13 +7,16 @@ than at the length cap, and the reference translation is known (the reversed sou
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from nmtvariants.cli import main
+from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Vocabulary
 from nmtvariants.models import Transformer, build_model, model_config
 
 REVERSE_VOCAB = 14
@@ -78,3 +81,30 @@ def _train(steps: int) -> Transformer:
         loss.backward()
         optimizer.step()
     return model.eval()
+
+
+def saved_reverse_model(folder: Path, sentences: int) -> list[str]:
+    """The trained reverser as the commands read it, in ``folder``: ``model.pt``, ``vocab.txt`` and
+    ``sentences`` source lines in ``in.txt``; returns their references (the reversed sources)."""
+    model = trained_reverse_model()
+    vocab = Vocabulary([*SPECIALS, *(f"w{i}" for i in range(REVERSE_VOCAB - 4))])
+    vocab.save(folder / "vocab.txt")
+    state = {"model_config": dataclasses.asdict(model.cfg), "vocab_size": REVERSE_VOCAB}
+    torch.save({**state, "model": model.state_dict()}, folder / "model.pt")
+    *_, sources = reverse_batch(torch.Generator().manual_seed(5), sentences)
+    lines = [vocab.decode(source[:-1]) for source in sources]
+    (folder / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [" ".join(line.split()[::-1]) for line in lines]
+
+
+def translate_saved(folder: Path, dtype: str, output: str, *extra: str) -> list[str]:
+    """``nmtvariants translate`` of ``in.txt`` with the model :func:`saved_reverse_model` wrote."""
+    code = main(
+        [
+            *("translate", "--checkpoint", str(folder / "model.pt"), "--vocab", str(folder / "vocab.txt")),
+            *("--input", str(folder / "in.txt"), "--output", str(folder / output), "--dtype", dtype),
+            *extra,
+        ]
+    )
+    assert code == 0
+    return (folder / output).read_text(encoding="utf-8").splitlines()

@@ -18,18 +18,20 @@ plug-ins in every seam quantise and decode too, since the pipeline decodes every
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 import pytest
 import sacrebleu
 import torch
 import yaml
-from model_fixtures import REVERSE_VOCAB, reverse_batch, single_thread, trained_reverse_model
+from model_fixtures import (
+    saved_reverse_model,
+    single_thread,
+    translate_saved,
+)
 from torch import nn
 
 from nmtvariants.cli import main
-from nmtvariants.data.vocab import SPECIALS, Vocabulary
 from nmtvariants.inference import cli as inference_cli
 from nmtvariants.inference.beam_search import beam_search
 from nmtvariants.inference.precision import DTYPE_NAMES, quantize_int8, quantized_linear
@@ -175,29 +177,12 @@ def test_variants_quantise_and_decode(name):
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """Checkpoint, vocabulary, source file and references (the reversed sources)."""
-    model = trained_reverse_model()
     folder = tmp_path_factory.mktemp("int8")
-    vocab = Vocabulary([*SPECIALS, *(f"w{i}" for i in range(REVERSE_VOCAB - 4))])
-    vocab.save(folder / "vocab.txt")
-    state = {"model_config": dataclasses.asdict(model.cfg), "vocab_size": REVERSE_VOCAB}
-    torch.save({**state, "model": model.state_dict()}, folder / "model.pt")
-    *_, sources = reverse_batch(torch.Generator().manual_seed(5), SENTENCES)
-    lines = [vocab.decode(source[:-1]) for source in sources]
-    (folder / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    references = [" ".join(line.split()[::-1]) for line in lines]
-    return folder, references
+    return folder, saved_reverse_model(folder, SENTENCES)
 
 
 def translate(folder, dtype: str, output: str, *extra: str) -> list[str]:
-    code = main(
-        [
-            *("translate", "--checkpoint", str(folder / "model.pt"), "--vocab", str(folder / "vocab.txt")),
-            *("--input", str(folder / "in.txt"), "--output", str(folder / output), "--dtype", dtype),
-            *("--device", "cpu", *extra),
-        ]
-    )
-    assert code == 0
-    return (folder / output).read_text(encoding="utf-8").splitlines()
+    return translate_saved(folder, dtype, output, *extra, "--device", "cpu")
 
 
 def test_int8_translates_as_float32(setup):

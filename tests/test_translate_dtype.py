@@ -9,15 +9,14 @@ sentences may differ from the float32 ones and corpus BLEU may move by at most 1
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import sacrebleu
 import torch
-from model_fixtures import REVERSE_VOCAB, reverse_batch, single_thread, trained_reverse_model
-
-from nmtvariants.cli import main
-from nmtvariants.data.vocab import SPECIALS, Vocabulary
+from model_fixtures import (
+    saved_reverse_model,
+    single_thread,
+    translate_saved,
+)
 
 SENTENCES = 200
 
@@ -31,29 +30,12 @@ def _one_thread():
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     """Checkpoint, vocabulary, source file and references (the reversed sources)."""
-    model = trained_reverse_model()
     folder = tmp_path_factory.mktemp("dtype")
-    vocab = Vocabulary([*SPECIALS, *(f"w{i}" for i in range(REVERSE_VOCAB - 4))])
-    vocab.save(folder / "vocab.txt")
-    state = {"model_config": dataclasses.asdict(model.cfg), "vocab_size": REVERSE_VOCAB}
-    torch.save({**state, "model": model.state_dict()}, folder / "model.pt")
-    *_, sources = reverse_batch(torch.Generator().manual_seed(5), SENTENCES)
-    lines = [vocab.decode(source[:-1]) for source in sources]
-    (folder / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    references = [" ".join(line.split()[::-1]) for line in lines]
-    return folder, references
+    return folder, saved_reverse_model(folder, SENTENCES)
 
 
 def translate(folder, dtype: str, output: str, *extra: str) -> list[str]:
-    code = main(
-        [
-            *("translate", "--checkpoint", str(folder / "model.pt"), "--vocab", str(folder / "vocab.txt")),
-            *("--input", str(folder / "in.txt"), "--output", str(folder / output), "--dtype", dtype),
-            *extra,
-        ]
-    )
-    assert code == 0
-    return (folder / output).read_text(encoding="utf-8").splitlines()
+    return translate_saved(folder, dtype, output, *extra)
 
 
 def test_bfloat16_gives_the_bleu_of_float32(setup):

@@ -8,7 +8,8 @@ which fbgemm does per call and per tensor on at most 8 bits (7 with its reduce_r
 value moves by at most half a step, step = (max(x, 0) - min(x, 0)) / 127, so output j moves by at most
 step / 2 * sum_i |W_ji|.
 
-End to end, on the small reverser of model_fixtures through the real command: int8 changes some
+End to end, on the small reverser of model_fixtures through the real command (the BLEU check is
+tests/test_translate_dtype.py's, beside bfloat16's): int8 changes some
 logits by ~1%, so two candidates that close can swap; at most 3% of the sentences may differ from
 float32, corpus BLEU may move by at most 1.5 points, and the n-best and forced-decoding scores stay
 near float32's (measured: no sentence differs; mean score differences 0.027 and 0.004). Models with
@@ -21,7 +22,6 @@ import argparse
 from pathlib import Path
 
 import pytest
-import sacrebleu
 import torch
 import yaml
 from model_fixtures import (
@@ -183,18 +183,6 @@ def setup(tmp_path_factory):
 
 def translate(folder, dtype: str, output: str, *extra: str) -> list[str]:
     return translate_saved(folder, dtype, output, *extra, "--device", "cpu")
-
-
-def test_int8_translates_as_float32(setup):
-    folder, references = setup
-    full = translate(folder, "float32", "float32.txt")
-    quantised = translate(folder, "int8", "int8.txt")
-    assert len(full) == len(quantised) == SENTENCES
-    full_bleu = sacrebleu.corpus_bleu(full, [references]).score
-    int8_bleu = sacrebleu.corpus_bleu(quantised, [references]).score
-    assert full_bleu > 90  # the model learned the task, so the comparison means something
-    assert abs(full_bleu - int8_bleu) <= 1.5, (full_bleu, int8_bleu)
-    assert sum(a != b for a, b in zip(full, quantised, strict=True)) <= 3 * SENTENCES // 100
 
 
 def test_int8_nbest_scores_are_near_float32(setup):

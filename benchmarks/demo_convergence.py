@@ -34,6 +34,7 @@ from snakemake.utils import update_config
 
 from nmtvariants.config import content_id, experiment_replicas, run_settings, with_defaults
 from nmtvariants.layout import run_folder, scores_file
+from nmtvariants.studies.libovicky2018.plan import Libovicky2018Plan
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -49,12 +50,20 @@ def merged_config(paths: Sequence[str]) -> dict[str, Any]:
     return with_defaults(config, SCHEMA)
 
 
+def score_file(config: dict[str, Any], experiment: str, pair: str, replica: str, testset: str) -> str:
+    """A replica's test scores: the workflow's score file, or for the multi-source study its own
+    scoring of the clean (not deranged) translation, which its tables read."""
+    if config["experiments"][experiment]["study"] == "libovicky2018":
+        return f"{Libovicky2018Plan.folder(experiment, pair, replica)}/{testset}.clean.json"
+    return scores_file(experiment, pair, replica, testset)
+
+
 def replica_records(workdir: Path, config: dict[str, Any], experiment: str, testset: str) -> list[dict]:
     """One record per replica of an experiment: its BLEU on ``testset`` and its run's plateau."""
     records = []
     for replica in experiment_replicas(config, experiment):
         run_id = content_id(run_settings(config, experiment, replica.pair, replica.variant, replica.seed))
-        score_path = workdir / scores_file(experiment, replica.pair, replica.name, testset)
+        score_path = workdir / score_file(config, experiment, replica.pair, replica.name, testset)
         scores = json.loads(score_path.read_text(encoding="utf-8"))
         run_json = json.loads((workdir / run_folder(run_id) / "run.json").read_text(encoding="utf-8"))
         records.append({

@@ -1,4 +1,5 @@
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from nmtvariants.config import (
@@ -603,8 +604,25 @@ def manifest_files(entries_of):
 
 
 def manifest_text(entries_of):
-    """`params: manifest=` of a table rule: the manifest that with_manifest writes."""
-    return lambda wildcards: manifest_json(entries_of(wildcards))
+    """`params: manifest=` of a table rule: the manifest that with_manifest writes, each entry of a
+    toy-world experiment marked `toy` (the table's note then says what a toy run can show).
+    """
+    return lambda wildcards: manifest_json(toy_marked(entries_of(wildcards)))
+
+
+def is_toy_experiment(experiment):
+    return CORPORA[EXPERIMENTS[experiment]["corpus"]]["source"] == "toyworld"
+
+
+def toy_marked(entries):
+    return [
+        (
+            replace(entry, toy=True)
+            if entry.experiment in EXPERIMENTS and is_toy_experiment(entry.experiment)
+            else entry
+        )
+        for entry in entries
+    ]
 
 
 def preprocessing_table_inputs(wildcards):
@@ -680,6 +698,11 @@ def scores_table_replicas(experiment):
         for replica in experiment_replicas(config, experiment)
         for testset in EXPERIMENTS[experiment]["evaluate"]["testsets"]
     ]
+
+
+def scores_table_toy(wildcards):
+    """scores-table's `--toy` for an experiment on a toy-world corpus, else nothing."""
+    return ["--toy"] if is_toy_experiment(wildcards.experiment) else []
 
 
 def scores_table_seeds(wildcards):

@@ -84,6 +84,8 @@ rule scores_table:
         title=lambda wc: f"{wc.experiment}: translation quality",
         seeds=scores_table_seeds,
         significance=scores_table_reference,
+        toy=scores_table_toy,
     shell:
         "nmtvariants scores-table {input.scores:q} --seeds {params.seeds:q} {params.significance:q}"
+        " {params.toy:q}"
         " --title {params.title:q} --out {output.md:q} > {log:q} 2>&1"

@@ -46,4 +46,16 @@ def test_the_seeds_overlay_adds_seeds_and_keeps_the_rest_of_the_default():
     toy = [name for name, spec in config["experiments"].items() if spec["corpus"] == "toyworld"]
     assert toy and all(config["experiments"][name]["seeds"] == [1234, 2, 3] for name in toy)
     assert config["experiments"]["bugliarello2020"]["variants"]["pascal"] == {"pascal": {}}
-    assert config["experiments"]["baseline"]["train"]["max_updates"] == 1600
+    assert config["experiments"]["baseline"]["train"]["max_updates"] == 1000
+
+
+def test_each_replica_is_read_where_its_table_reads_it():
+    """The workflow's score file, or the multi-source study's score of the clean translation (the rule
+    libovicky2018_score's output, which its tables read)."""
+    config = demo.merged_config([REPO / "config.yaml"])
+    assert demo.score_file(config, "baseline", "en-de", "baseline-seed2", "test") == (
+        "results/baseline/en-de/baseline-seed2/test.scores.json"
+    )
+    assert demo.score_file(config, "libovicky2018_mmt", "en-de", "flat", "test") == (
+        "results/libovicky2018/libovicky2018_mmt/en-de/flat/test.clean.json"
+    )

@@ -17,6 +17,7 @@ from nmtvariants.reporting.manifest import (
     manifest_inputs,
     manifest_json,
     read_manifest,
+    toy_runs,
     write_manifest,
 )
 
@@ -26,7 +27,7 @@ def entries(tmp_path: Path) -> list[Entry]:
         (tmp_path / name).write_text("{}\n", encoding="utf-8")
     return [
         Entry({"scores": str(tmp_path / "a.json")}, "toy", "en-de", "lexical", 1, "test"),
-        Entry({"scores": str(tmp_path / "b.json")}, "toy", "en-de", "lexical", 2, "test"),
+        Entry({"scores": str(tmp_path / "b.json")}, "toy", "en-de", "lexical", 2, "test", toy=True),
         Entry({"significance": str(tmp_path / "s.json")}, "toy", "en-de", "lexical", testset="test",
               info={"switches": {"shortcuts": {}}}),
         Entry({"train_log": str(tmp_path / "train_log.csv")}, "toy", "en-de", "baseline", label="base"),
@@ -42,6 +43,7 @@ def test_what_a_rule_writes_is_what_the_command_reads(tmp_path):
     assert read[1].where == f"{path}, entry 2 (toy/en-de/lexical seed 2 on test)"
     assert list(groups(read).values()) == [read[:3], read[3:]]  # a system's replicas and its test
     assert "seed" not in json.loads(manifest_json(written))[2]  # a file over every seed has none
+    assert toy_runs(read) and not toy_runs(read[2:])  # one toy-world entry makes a toy table
 
 
 def test_the_inputs_are_every_file_once_and_a_train_log_through_its_final_pt(tmp_path):
@@ -64,6 +66,7 @@ def test_the_inputs_are_every_file_once_and_a_train_log_through_its_final_pt(tmp
         ('[{"files": {"scores": "a.json"}, "sed": 1}]', r"m\.json, entry 1: unknown key\(s\) sed \(known: "),
         ('[{"files": {"scores": "a.json"}, "seed": "1"}]', r"entry 1: 'seed' must be a int, got '1'"),
         ('[{"files": {"scores": "a.json"}, "seed": true}]', r"entry 1: 'seed' must be a int, got True"),
+        ('[{"files": {"scores": "a.json"}, "toy": 1}]', r"entry 1: 'toy' must be a bool, got 1"),
         ('[{"variant": "x"}]', r"m\.json, entry 1 \(x\): 'files' must be a non-empty object of role -> path"),
         ('[{"files": {"scores": ""}}]', r"entry 1: file 'scores' must be a path, got ''"),
         ('[{"files": {"scores": "a.json"}, "info": []}]', r"entry 1: 'info' must be an object, got \[\]"),

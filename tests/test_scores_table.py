@@ -13,6 +13,7 @@ import sacrebleu
 
 from nmtvariants.cli import main
 from nmtvariants.fileio import write_lines
+from nmtvariants.reporting.replicas import TOY_BASELINE_SPREAD
 
 REFERENCE = [
     "Ein Mann fährt mit dem Fahrrad die Straße entlang.",
@@ -95,6 +96,19 @@ def test_markdown_shows_title_rounded_values_and_one_signature_per_metric(table)
     assert text.startswith("# Toy: quality\n")
     assert "1 seed (1234)" in text and "±" not in text
     assert "a significance mark tests the sampling of test sentences only" in text
+    assert "Toy world" not in text  # not asked for: real data, as far as the command knows
+
+
+def test_a_toy_table_says_toy_world_the_seed_count_and_the_measured_spread(table):
+    md, score_files = table
+    out = md.with_name("toy.md")
+    args = ["scores-table", *map(str, score_files), "--seeds", "1234", "1234", "--toy", "--out", str(out)]
+    assert main([*args, "--title", "Toy: quality"]) == 0
+    text = out.read_text(encoding="utf-8")
+    spread = TOY_BASELINE_SPREAD
+    assert "**Toy world, 1 seed**: tiny models on the generated toyworld corpus" in text
+    assert f"varies by {spread.bleu:.2f} between seeds 1, 2, 3 ({spread.source}, {spread.date})" in text
+    assert text.index("**Toy world") < text.index("1 seed (1234)")  # the lead, then the seeds note
     bleu = sacrebleu.corpus_bleu(SYSTEMS["toy/en-de/shortcuts"], [REFERENCE]).score
     row = next(line for line in text.splitlines() if "| shortcuts" in line)
     assert f"{bleu:.2f}" in row

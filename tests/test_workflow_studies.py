@@ -14,6 +14,7 @@ import yaml
 from workflow_configs import REPO, default_config_with, dry_run_jobs, snakemake
 
 from nmtvariants.config import training_runs, with_defaults
+from nmtvariants.reporting.replicas import TOY_BASELINE_SPREAD
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 # the default baseline (the tiny preset without dropout, &toy_model; the toy runs' &toy_train)
@@ -213,7 +214,7 @@ def test_a_study_output_outside_its_folder_is_refused(workflow_copy):
 # tokens counts half its max_updates). A run shared by several studies counts once, for the first
 # study in QUOTA's order that uses it. Models stay at the tiny preset, and every toy run trains with
 # the one setting that benchmarks/toy_convergence.py measured at its plateau (below).
-RUN_UPDATES = 800  # 1,600 updates of 1,024 tokens: the toy runs' plateau setting (config.yaml &toy_train)
+RUN_UPDATES = 500  # 1,000 updates of 1,024 tokens: the toy runs' plateau setting (config.yaml &toy_train)
 QUOTA = {
     "baseline": {"jobs": 1, "updates": RUN_UPDATES},
     # lexical, feature-fusion; EN-RU baseline and both (Table 2); dec-to-enc and dec-to-enc + self (Table 4)
@@ -282,6 +283,10 @@ def test_every_toy_run_trains_with_the_setting_measured_at_its_plateau():
     rows = [row for row in measured["settings"] if _same_train(row["train"], setting)]
     assert rows, f"no row of toy_convergence.json measured the demo's setting {setting}"
     assert len(rows[0]["seeds"]) >= 3 and rows[0]["verdict"]["all_at_plateau"]
+    # ... and the spread that every toy table quotes is that row's, seeds and date included
+    assert TOY_BASELINE_SPREAD.bleu == round(rows[0]["bleu"]["spread"], 2)
+    assert list(TOY_BASELINE_SPREAD.seeds) == [seed["seed"] for seed in rows[0]["seeds"]]
+    assert TOY_BASELINE_SPREAD.date == measured["date"]
 
 
 def _same_train(measured: dict, setting: dict) -> bool:
@@ -294,6 +299,12 @@ def test_the_seeds_overlay_trains_every_toy_run_three_times():
     once per seed (1234, 2, 3), the shared baseline still trained once per seed."""
     jobs = plan("--configfile", "config.yaml", "experiments/overlays/toy_seeds.yaml")
     assert counts(jobs)["train"] == 3 * TOTAL["jobs"]
+    # every experiment of the demo is a toy world, and each of its tables is told so
+    manifests = [shlex.split(job["shell"])[2] for job in jobs if job.get("shell", "").startswith("printf")]
+    run_entries = [e for manifest in manifests for e in json.loads(manifest) if "experiment" in e]
+    assert len(manifests) > 10 and run_entries and all(entry["toy"] is True for entry in run_entries)
+    scores_tables = [job["shell"] for job in jobs if job["rule"] == "scores_table"]
+    assert scores_tables and all(" --toy " in shell for shell in scores_tables)
 
 
 def test_the_budget_guard_catches_an_extra_run(tmp_path):

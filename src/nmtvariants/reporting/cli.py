@@ -44,6 +44,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     scores.add_argument("--significance-samples", type=int, default=1000)
     scores.add_argument("--significance-seed", type=int, default=12345)
+    scores.add_argument(
+        "--toy", action="store_true", help="the systems are toy-world runs: the note says what they can show"
+    )
     scores.set_defaults(func=run_scores_table)
 
     figure = subparsers.add_parser(
@@ -96,7 +99,7 @@ def run_scores_table(args: argparse.Namespace) -> None:
         args.significance_samples,
         args.significance_seed,
     )
-    notes = seeds_note(seeds)
+    notes = seeds_note(seeds, args.toy)
     if significance:
         notes += "\n\n" + significance
     if signatures:

@@ -13,7 +13,9 @@ path relative to the workflow's folder. The other keys name what the files belon
 are specific to it: a significance test over every seed has no ``seed``; a similarity CSV of every
 analysed variant has no ``variant``. ``label`` is what the table calls the row where that is not the
 variant, and ``info`` holds the study's facts about the system that the table shows (its switches,
-layout, ...), which this module does not interpret.
+layout, ...), which this module does not interpret. ``toy`` is true for a run on a generated toy
+corpus: the workflow sets it on every entry of such an experiment, and the table then says what a
+toy run can show (:func:`nmtvariants.reporting.replicas.seeds_note`).
 
 Why one file rather than options: the study's planner builds the entries once from the config, and
 the rule takes both its ``input:`` (:func:`manifest_inputs`, so Snakemake tracks every file) and the
@@ -41,6 +43,7 @@ NAMES: dict[str, tuple[type, ...]] = {
     "seed": (int,),
     "testset": (str,),
     "label": (str,),
+    "toy": (bool,),
 }
 # A role whose file no rule declares (training rewrites train_log.csv as it goes, and writes run.json
 # with it): Snakemake tracks the file beside it that the same job declares instead (the run's final.pt).
@@ -59,6 +62,7 @@ class Entry:
     seed: int | None = None
     testset: str | None = None
     label: str | None = None
+    toy: bool | None = None  # trained on a generated toy corpus (the workflow sets it: toy_marked)
     info: Mapping[str, Any] = field(default_factory=dict)
     where: str = field(default="", compare=False)  # "<manifest>, entry N" for messages
 
@@ -80,6 +84,11 @@ class Entry:
         if self.info:
             record["info"] = dict(self.info)
         return record
+
+
+def toy_runs(entries: Iterable[Entry]) -> bool:
+    """Whether the table reads toy-world runs (its note then says so)."""
+    return any(entry.toy for entry in entries)
 
 
 def manifest_json(entries: Iterable[Entry]) -> str:
@@ -140,7 +149,8 @@ def _entry(item: Any, where: str) -> Entry:
         )
     for key, types in NAMES.items():
         value = item.get(key)
-        if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+        is_bool = isinstance(value, bool)  # a bool is an int to isinstance: only `toy` takes one
+        if value is not None and (not isinstance(value, types) or (is_bool and bool not in types)):
             raise InputError(f"{where}: {key!r} must be a {types[0].__name__}, got {value!r}")
     names = {key: item.get(key) for key in NAMES}
     where = _describe(where, names)

@@ -23,7 +23,7 @@ from typing import Any
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
 from nmtvariants.reporting.deviations import applicable
-from nmtvariants.reporting.manifest import Entry, groups, read_manifest
+from nmtvariants.reporting.manifest import Entry, groups, read_manifest, toy_runs
 from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
@@ -97,7 +97,8 @@ def run_table(args: argparse.Namespace) -> int:
     csv, markdown = main_table(entries) if args.table == "main" else ablation_table(entries)
     seeds = list(dict.fromkeys(seed for entry in entries for seed, _ in replica_scores(entry)))
     notes = (
-        f"{NOTES[args.table]}\n\n{seeds_note(seeds)}\n\nSignificance test: {significance_method(entries)}."
+        f"{NOTES[args.table]}\n\n{seeds_note(seeds, toy_runs(manifest))}\n\n"
+        f"Significance test: {significance_method(entries)}."
     )
     write_table(
         csv,

@@ -33,7 +33,7 @@ from nmtvariants.errors import InputError
 from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import atomic_write, read_lines, write_lines
 from nmtvariants.reporting.deviations import Deviation, applicable
-from nmtvariants.reporting.manifest import Entry, read_manifest
+from nmtvariants.reporting.manifest import Entry, read_manifest, toy_runs
 from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
@@ -89,7 +89,7 @@ def run_bleu(args: argparse.Namespace) -> int:
     notes = (
         "BLEU: sacreBLEU on the detokenised output; tok. BLEU: BLEU of the Moses-tokenised output "
         f"against the tokenised reference (the paper's second figure). `mean`: {mean} Over seeds, the "
-        f"`mean` row averages each seed's test mean.\n\n{seeds_note(seeds)}"
+        f"`mean` row averages each seed's test mean.\n\n{seeds_note(seeds, toy_runs(entries))}"
     )
     switches = {str(entry.variant): entry.info.get("switches") for entry in entries}
     deviations = _deviations("bleu", tables.variant_conditions(switches))
@@ -104,7 +104,7 @@ def run_variants(args: argparse.Namespace) -> int:
     csv, markdown = tables.variants_table(replicas, switches, args.baseline)
     notes = (
         f"Mean over the test sets; Δ BLEU: difference of the mean sacreBLEU to `{args.baseline}`.\n\n"
-        + seeds_note(list(dict.fromkeys(replicas["seed"])))
+        + seeds_note(list(dict.fromkeys(replicas["seed"])), toy_runs(entries))
     )
     deviations = _deviations("variants", tables.variant_conditions(switches))
     sources = _files(entries, "scores")
@@ -175,7 +175,7 @@ def run_probes(args: argparse.Namespace) -> int:
         notes += " Ten equal-sized bins of sub-word types, 1 the rarest; 0: types unseen in training."
     else:  # labels of one side only (source POS vs target POS) stay empty on the other side
         frame = frame.astype(object).where(frame.notna(), None)
-    notes = _with_note(f"{notes} {seeds_note(seeds)}", args.note)
+    notes = _with_note(f"{notes} {seeds_note(seeds, toy_runs(entries))}", args.note)
     deviations = _deviations("probes", {args.group_kind})
     write_table(frame, args.out, args.title, notes, _files(entries, "probes"), deviations, markdown=markdown)
     return 0
@@ -188,7 +188,7 @@ def run_gates(args: argparse.Namespace) -> int:
     )
     notes = _with_note(
         "Shortcut gate activations r (eqs 9-10) over the test set: the weight of the embedding part. "
-        + seeds_note(seeds),
+        + seeds_note(seeds, toy_runs(entries)),
         args.note,
     )
     sources = _files(entries, "gates")
@@ -206,7 +206,7 @@ def run_contrawsd(args: argparse.Namespace) -> int:
     notes = (
         "An item is correct only if the reference's mean token NLL is lower than every contrastive "
         "translation's; every candidate went through the model's own preprocessing chain. "
-        + seeds_note(seeds)
+        + seeds_note(seeds, toy_runs(entries))
     )
     notes = _with_note(notes, args.note)
     sources = _files(entries, "contrawsd")

@@ -126,7 +126,7 @@ def run_table(args: argparse.Namespace) -> int:
     from nmtvariants.errors import ConfigError
     from nmtvariants.evaluation.results import read_scores_json
     from nmtvariants.reporting.deviations import applicable
-    from nmtvariants.reporting.manifest import groups, read_manifest
+    from nmtvariants.reporting.manifest import groups, read_manifest, toy_runs
     from nmtvariants.reporting.replicas import seeds_note
     from nmtvariants.reporting.results import UNRECORDED_SEED
     from nmtvariants.reporting.tables import write_table
@@ -158,7 +158,7 @@ def run_table(args: argparse.Namespace) -> int:
         frame,
         args.output,
         args.title,
-        f"{args.notes} {seeds_note(seen)}".strip(),
+        f"{args.notes} {seeds_note(seen, toy_runs(entries))}".strip(),
         sources=[*clean, *(entry.files["adversarial"] for entry in entries if "adversarial" in entry.files)],
         deviations=applicable(DEVIATIONS, args.table, args.condition),
         markdown=markdown,

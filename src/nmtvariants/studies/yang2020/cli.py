@@ -157,8 +157,13 @@ def _entries(path: str, role: str) -> list[dict[str, Any]]:
         extra = {key: value for key, value in entry.info.items() if key not in SYSTEM_INFO}
         seed = UNRECORDED_SEED if entry.seed is None else entry.seed
         system = manifest_system(entry)
-        entries.append({**extra, **entry.files, "system": system, "seed": seed, "testset": entry.testset})
+        names = {"system": system, "seed": seed, "testset": entry.testset, "toy": entry.toy}
+        entries.append({**extra, **entry.files, **names})
     return entries
+
+
+def _toy(entries: list[dict[str, Any]]) -> bool:
+    return any(entry["toy"] for entry in entries)
 
 
 def run_table(args: argparse.Namespace) -> int:
@@ -184,7 +189,7 @@ def run_table(args: argparse.Namespace) -> int:
 
         hansards = [e["corpus"] for e in entries if e["gold"] == "hansards"]
         notes += hansards_note(hansards) if hansards else ""
-        notes += " " + seeds_note(list(dict.fromkeys(e["seed"] for e in entries)))
+        notes += " " + seeds_note(list(dict.fromkeys(e["seed"] for e in entries)), _toy(entries))
         frame, markdown = layer_aer_table(
             [(e["system"], e["corpus"], e["gold"], e["layer_aer"], e["seed"]) for e in entries]
         )
@@ -207,7 +212,7 @@ def run_table(args: argparse.Namespace) -> int:
         table = simplified_table(rows, parameters, train_speed, decode_speed)
     else:
         table = bleu_table(rows)
-    notes += " " + seeds_note(table.seeds)
+    notes += " " + seeds_note(table.seeds, _toy(entries))
     write_table(
         table.csv, args.out, title, notes, list(dict.fromkeys(sources)), deviations, markdown=table.markdown
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 UNKNOWN = "unknown"
+PNG_COMMIT_KEY = "nmtvariants-commit"  # the PNG text chunk where a figure records the commit that drew it
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 

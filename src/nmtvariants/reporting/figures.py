@@ -35,14 +35,13 @@ from matplotlib.figure import Figure
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import PathLike, atomic_write
-from nmtvariants.provenance import describe, provenance
+from nmtvariants.provenance import PNG_COMMIT_KEY, describe, provenance
 
 KINDS = ("layers", "bars", "heatmap")
 SIZE = (6.4, 4.8)  # inches; at DPI this is the PNG size of line and bar plots
 DPI = 100
 HEATMAP_INCHES_PER_TOKEN = 0.4
 HEATMAP_MIN_INCHES = 4.0
-PNG_COMMIT_KEY = "nmtvariants-commit"  # the PNG text chunk the report reads
 
 
 def read_figure_csv(path: PathLike, columns: Sequence[str], numeric: Sequence[str] = ()) -> pd.DataFrame:

@@ -31,8 +31,7 @@ from typing import Any
 
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
-from nmtvariants.provenance import UNKNOWN, describe, git_state
-from nmtvariants.reporting.figures import PNG_COMMIT_KEY
+from nmtvariants.provenance import PNG_COMMIT_KEY, UNKNOWN, describe, git_state
 from nmtvariants.reporting.results import collect_signatures, signature_lines
 from nmtvariants.reporting.tables import provenance_path
 from nmtvariants.training.plateau import PLATEAU_TOLERANCE, plateau_record

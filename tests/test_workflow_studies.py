@@ -214,7 +214,7 @@ def test_a_study_output_outside_its_folder_is_refused(workflow_copy):
 # tokens counts half its max_updates). A run shared by several studies counts once, for the first
 # study in QUOTA's order that uses it. Models stay at the tiny preset, and every toy run trains with
 # the one setting that benchmarks/toy_convergence.py measured at its plateau (below).
-RUN_UPDATES = 500  # 1,000 updates of 1,024 tokens: the toy runs' plateau setting (config.yaml &toy_train)
+RUN_UPDATES = 800  # 1,600 updates of 1,024 tokens: the toy runs' plateau setting (config.yaml &toy_train)
 QUOTA = {
     "baseline": {"jobs": 1, "updates": RUN_UPDATES},
     # lexical, feature-fusion; EN-RU baseline and both (Table 2); dec-to-enc and dec-to-enc + self (Table 4)

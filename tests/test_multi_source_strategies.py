@@ -1,4 +1,4 @@
-"""The parallel, flat and hierarchical multi-source strategies (plugins/multi_source.py) against
+"""The parallel, flat and hierarchical multi-source strategies (plugins/multi_source/modules.py) against
 independent computations: their equations written out in float64 per sentence (unpadded slices of the
 memories instead of masks, one loop per head), the standard decoder for one encoder, per-sentence and
 naive beam search, and full recomputation for incremental decoding."""
@@ -25,7 +25,7 @@ from nmtvariants.errors import ConfigError
 from nmtvariants.inference.beam_search import beam_search
 from nmtvariants.models import Memory, build_model, capture, count_parameters, model_config
 from nmtvariants.models.interfaces import StackContext
-from nmtvariants.plugins.multi_source import FlatCross, HierarchicalCross, ParallelCross
+from nmtvariants.plugins.multi_source.modules import FlatCross, HierarchicalCross, ParallelCross
 
 STRATEGIES = ["parallel", "flat", "hierarchical"]
 D = 32  # test_multi_encoder.SMALL

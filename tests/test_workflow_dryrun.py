@@ -72,6 +72,39 @@ def test_default_config_plans_under_the_slurm_profile():
             assert "slurm_partition=," in line or line.rstrip().endswith("slurm_partition="), line
 
 
+# snakemake's own main, then the modules it imported (stderr): what a `snakemake -n` start loads
+LOADED_MODULES = """
+import atexit, sys
+atexit.register(lambda: print("LOADED", *sorted(sys.modules), file=sys.stderr))
+sys.argv = ["snakemake", *sys.argv[1:]]
+from snakemake.cli import main
+main()
+"""
+
+
+def test_planning_never_imports_torch():
+    """Every snakemake start checks the config and plans the DAG; torch (~3 s of CPU to import) is
+    for the jobs. Plug-ins declare themselves torch-free (plugins/__init__.py), so the default config,
+    whose toy experiments use every plug-in of the package, plans without it."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED_MODULES, "-n", "--forceall"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    loaded = set(result.stderr.split("LOADED", 1)[1].split())
+    plugins = {"pascal", "lisa", "sennrich_haddow", "shortcuts", "multi_source"}
+    assert {f"nmtvariants.plugins.{name}" for name in plugins} <= loaded
+    assert "torch" not in loaded, "the Snakefile's imports reach torch"
+
+
 def test_partition_and_account_come_from_the_environment():
     result = snakemake(
         "-n",

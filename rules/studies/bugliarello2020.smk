@@ -15,7 +15,7 @@
 # on gold words, CoNLL 2018 conventions); other languages' models are the user's.
 # Streams, data/<corpus>/<pair>/inputs/<split>.<name>, line-parallel with bpe/<split>.<src>:
 #   parents_x2 (PASCAL, middle subword of the parent), parents_first (LISA), dep_labels (S&H, a label
-#   stream: UD relations). The plug-ins declare them (register_variant(..., inputs=...)), so a run of any
+#   stream: UD relations). The plug-ins declare them (declare_variant(..., inputs=...)), so a run of any
 #   study with one of these variants reads them and these rules write them; no config restates them.
 # Experiments listed in `studies.bugliarello2020.ablations` go to Table 3 only (without any, Table 3
 # lists the PASCAL variants of the Table 1 experiments).

@@ -11,7 +11,7 @@ combination attends to the memories one after the other, each with its own Layer
 which for a single memory is exactly the standard encoder-decoder attention sub-layer. Each memory's
 mask comes from ``Memory.attend_mask`` (padding, and causal order for a ``causal`` memory).
 
-A multi-source strategy plug-in (``variants.register_strategy``) replaces ``DecoderLayer.cross_attn``
+A multi-source strategy plug-in (``variants.declare_strategy``) replaces ``DecoderLayer.cross_attn``
 with a module called as ``block(x, ctx, memories, attends, cache=..., group=...)`` returning the new
 state [rows, T, d]; subclassing :class:`CrossAttentionBlock` gives it ``keys_values`` (cached
 per-memory keys/values) and the residual/norm of :class:`SubLayer`.
@@ -32,8 +32,6 @@ from nmtvariants.models.interfaces import Memory, StackContext
 
 if TYPE_CHECKING:
     from nmtvariants.models.decoder_cache import LayerCache
-
-SUBLAYER_KINDS = ("self", "cross", "ffn")
 
 
 class SubLayer(nn.Module):
@@ -187,13 +185,8 @@ class EncoderLayer(nn.Module):
         return self.ffn(self.self_attn(x, ctx, attend=attend), ctx)
 
 
-def parse_layout(layout: str) -> tuple[str, ...]:
-    kinds = tuple(part.strip() for part in layout.split(",") if part.strip())
-    return kinds
-
-
 class DecoderLayer(nn.Module):
-    """Sub-layers in the order of ``layout`` (a tuple of kinds from SUBLAYER_KINDS, each at most once)."""
+    """Sub-layers in the order of ``layout`` (a tuple of kinds from models.variants.SUBLAYER_KINDS, each at most once)."""
 
     def __init__(
         self, cfg: ModelConfig, hooks: HookState, index: int, layout: tuple[str, ...], n_sources: int = 1

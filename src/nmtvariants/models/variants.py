@@ -8,11 +8,13 @@ Core switches (built into the layers):
 * ``multi_source``: ``{strategy: serial, sources: N, share_encoders, encoder_layers, features}``: N text
   encoders (own or shared parameters, own depth) and an optional feature encoder, one memory each
   (:class:`MultiSource`). Only ``serial`` is built into the core; other strategies are plug-ins
-  registered with :func:`register_strategy`, which also declares their own option keys.
+  registered with :func:`declare_strategy`, which also declares their own option keys.
 
-Plug-ins: any other top-level key names a plug-in registered with :func:`register_variant` by a module
-of the ``nmtvariants.plugins`` package (all of them are imported by :func:`load_plugins`), or by a
-user plug-in file outside the package: every ``.py`` file named in the environment variable
+Plug-ins: any other top-level key names a plug-in registered with :func:`declare_variant` by a package
+of ``nmtvariants.plugins`` (all of them are imported by :func:`load_plugins`; each names its installer
+by reference, ``"package.modules:function"``, imported only when a model is built, so that checking a
+config never imports torch and this module does not either), or with the :func:`register_variant`
+decorator by a user plug-in file outside the package: every ``.py`` file named in the environment variable
 ``NMTV_PLUGINS`` (paths separated by ``os.pathsep``; fairseq's ``--user-dir`` idea) is imported too,
 so that a subprocess (``nmtvariants train``, ``translate``, ``score``) sees the same plug-ins as the
 process that started it. After the
@@ -23,7 +25,7 @@ parameters). Because installation happens in ``build_model``, the parameters are
 order, so that a composed variant (e.g. PASCAL + shortcuts + simplified decoder) always builds the same way.
 
 A plug-in that reads source-aligned integer streams (parents, dependency labels) declares them where it
-is registered (``register_variant(name, inputs=PluginInputs(...))``); a run's data settings follow from
+is registered (``declare_variant(name, installer, inputs=PluginInputs(...))``); a run's data settings follow from
 that declaration (:func:`declared_inputs`, used by :func:`nmtvariants.config.variant_inputs`), so that
 no config restates what a plug-in needs and a run without them stops at start-up. The multi-source
 strategies declare nothing: their further sources and feature grid are named by the study's config
@@ -43,15 +45,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torch import nn
-
 from nmtvariants.errors import ConfigError
-from nmtvariants.models.layers import SUBLAYER_KINDS, parse_layout
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from nmtvariants.models.transformer import Transformer
 
 Installer = Callable[["Transformer", Any], None]
+# A registered installer: the function, or where to import it from ("package.module:function"). The
+# built-in plug-ins register the latter from torch-free declarations, so that checking and planning a
+# config (the Snakefile does both) never imports torch; the function is imported when a model is built.
+InstallerRef = Installer | str
+
+SUBLAYER_KINDS = ("self", "cross", "ffn")
 
 LAYOUT_NAMES = {
     "standard": "self,cross,ffn",
@@ -61,7 +68,7 @@ LAYOUT_NAMES = {
 }
 CORE_KEYS = ("decoder_layout", "multi_source")
 PLUGIN_PACKAGE = "nmtvariants.plugins"
-PLUGINS: dict[str, Installer] = {}
+PLUGINS: dict[str, InstallerRef] = {}
 
 
 @dataclass(frozen=True)
@@ -89,20 +96,35 @@ InputsDeclaration = PluginInputs | Callable[[Any], PluginInputs]
 PLUGIN_INPUTS: dict[str, InputsDeclaration] = {}
 
 
+def declare_variant(name: str, installer: InstallerRef, inputs: InputsDeclaration | None = None) -> None:
+    """Register plug-in ``name``: its ``installer`` (a function, or ``"package.module:function"`` to
+    import when a model is built) and the streams it reads, if any (``inputs``)."""
+    if name in CORE_KEYS:
+        raise ValueError(f"{name!r} is a core variant switch")
+    PLUGINS[name] = installer
+    PLUGIN_INPUTS.pop(name, None)
+    if inputs is not None:
+        PLUGIN_INPUTS[name] = inputs
+
+
 def register_variant(name: str, inputs: InputsDeclaration | None = None) -> Callable[[Installer], Installer]:
     """Decorator: ``@register_variant("pascal", inputs=PluginInputs(aux=("parents_x2",)))
     def install(model, options): ...``; ``inputs``: the streams the plug-in reads, if any."""
 
     def decorate(installer: Installer) -> Installer:
-        if name in CORE_KEYS:
-            raise ValueError(f"{name!r} is a core variant switch")
-        PLUGINS[name] = installer
-        PLUGIN_INPUTS.pop(name, None)
-        if inputs is not None:
-            PLUGIN_INPUTS[name] = inputs
+        declare_variant(name, installer, inputs)
         return installer
 
     return decorate
+
+
+def plugin_installer(name: str) -> Installer:
+    """The installer of plug-in ``name``, imported on first use when it was declared by reference."""
+    found = PLUGINS[name]
+    if isinstance(found, str):
+        module, _, function = found.partition(":")
+        found = PLUGINS[name] = getattr(importlib.import_module(module), function)
+    return found
 
 
 def unregister_variant(name: str) -> None:
@@ -169,6 +191,8 @@ def init_plugin_parameters(module: nn.Module) -> None:
     Installers run after the base model is initialised, so a plug-in's parameters would otherwise
     keep PyTorch's per-layer defaults (Kaiming-uniform), not the Glorot rule of the studies.
     """
+    from torch import nn  # here, not at the top: checking a variant must not import torch
+
     for sub in module.modules():
         if isinstance(sub, nn.Linear):
             nn.init.xavier_uniform_(sub.weight)
@@ -179,6 +203,11 @@ def init_plugin_parameters(module: nn.Module) -> None:
         elif isinstance(sub, nn.LayerNorm):
             nn.init.ones_(sub.weight)
             nn.init.zeros_(sub.bias)
+
+
+def parse_layout(layout: str) -> tuple[str, ...]:
+    """``"self, cross,ffn"`` -> ``("self", "cross", "ffn")`` (kinds not yet checked)."""
+    return tuple(part.strip() for part in layout.split(",") if part.strip())
 
 
 def decoder_layout(variant: dict[str, Any]) -> tuple[str, ...]:
@@ -203,23 +232,27 @@ MULTI_SOURCE_KEYS = ("strategy", "sources", "share_encoders", "encoder_layers", 
 STRATEGY_KEYS: dict[str, tuple[str, ...]] = {"serial": ()}
 
 
-def register_strategy(name: str, keys: tuple[str, ...] = ()) -> Callable[[Installer], Installer]:
-    """Decorator for a multi-source combination: ``@register_strategy("parallel", keys=("heads",))``.
-
-    Registers the installer as the plug-in ``multi_source.<name>`` (called with the model and the whole
-    ``multi_source`` mapping, after the base model is built with ``serial`` cross-attention blocks
-    holding one attention per memory) and declares the strategy's own option ``keys``: the config check
-    accepts them beside the core keys (MULTI_SOURCE_KEYS) and rejects any other. The installer
-    validates their values (ConfigError naming ``model.variant.multi_source.<key>``).
-    """
+def declare_strategy(name: str, installer: InstallerRef, keys: tuple[str, ...] = ()) -> None:
+    """Register multi-source combination ``name``: its installer (a function, or
+    ``"package.module:function"``), registered as the plug-in ``multi_source.<name>`` and called with
+    the model and the whole ``multi_source`` mapping after the base model is built with ``serial``
+    cross-attention blocks holding one attention per memory; and the strategy's own option ``keys``:
+    the config check accepts them beside the core keys (MULTI_SOURCE_KEYS) and rejects any other. The
+    installer validates their values (ConfigError naming ``model.variant.multi_source.<key>``)."""
     clash = sorted(set(keys) & set(MULTI_SOURCE_KEYS))
     if clash:
         raise ValueError(f"multi_source strategy {name!r}: {', '.join(clash)} are core keys")
-    register = register_variant(f"multi_source.{name}")
+    STRATEGY_KEYS[name] = tuple(keys)
+    declare_variant(f"multi_source.{name}", installer)
+
+
+def register_strategy(name: str, keys: tuple[str, ...] = ()) -> Callable[[Installer], Installer]:
+    """Decorator for a multi-source combination: ``@register_strategy("parallel", keys=("heads",))``
+    (:func:`declare_strategy`)."""
 
     def decorate(installer: Installer) -> Installer:
-        STRATEGY_KEYS[name] = tuple(keys)
-        return register(installer)
+        declare_strategy(name, installer, keys)
+        return installer
 
     return decorate
 
@@ -339,7 +372,7 @@ def install_variants(model: Transformer, variant: dict[str, Any]) -> None:
     check_variant(variant)
     strategy = multi_source(variant).strategy
     if strategy != "serial":
-        PLUGINS[f"multi_source.{strategy}"](model, variant["multi_source"])
+        plugin_installer(f"multi_source.{strategy}")(model, variant["multi_source"])
     for key in sorted(variant):
         if key not in CORE_KEYS:
-            PLUGINS[key](model, variant[key])
+            plugin_installer(key)(model, variant[key])

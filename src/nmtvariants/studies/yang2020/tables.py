@@ -42,8 +42,7 @@ from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import PathLike, atomic_write
 from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
 from nmtvariants.models.config import ALIASES, PRESETS, model_config
-from nmtvariants.models.layers import parse_layout
-from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout
+from nmtvariants.models.variants import LAYOUT_NAMES, decoder_layout, parse_layout
 from nmtvariants.reporting.deviations import Deviation
 from nmtvariants.reporting.manifest import Entry
 from nmtvariants.reporting.replicas import aggregate_replicas, seed_column

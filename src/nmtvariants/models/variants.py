@@ -239,16 +239,21 @@ def declare_strategy(name: str, installer: InstallerRef, keys: tuple[str, ...] =
     cross-attention blocks holding one attention per memory; and the strategy's own option ``keys``:
     the config check accepts them beside the core keys (MULTI_SOURCE_KEYS) and rejects any other. The
     installer validates their values (ConfigError naming ``model.variant.multi_source.<key>``)."""
+    _check_strategy_keys(name, keys)
+    STRATEGY_KEYS[name] = tuple(keys)
+    declare_variant(f"multi_source.{name}", installer)
+
+
+def _check_strategy_keys(name: str, keys: tuple[str, ...]) -> None:
     clash = sorted(set(keys) & set(MULTI_SOURCE_KEYS))
     if clash:
         raise ValueError(f"multi_source strategy {name!r}: {', '.join(clash)} are core keys")
-    STRATEGY_KEYS[name] = tuple(keys)
-    declare_variant(f"multi_source.{name}", installer)
 
 
 def register_strategy(name: str, keys: tuple[str, ...] = ()) -> Callable[[Installer], Installer]:
     """Decorator for a multi-source combination: ``@register_strategy("parallel", keys=("heads",))``
     (:func:`declare_strategy`)."""
+    _check_strategy_keys(name, keys)
 
     def decorate(installer: Installer) -> Installer:
         declare_strategy(name, installer, keys)

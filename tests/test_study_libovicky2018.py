@@ -302,29 +302,32 @@ def plan(*args: str) -> list[dict[str, str]]:
     return dry_run_jobs(result.stdout)
 
 
-STRATEGIES = ("serial", "parallel", "flat", "hierarchical")
+# The demo's Table 1 trains the paper's own strategies with images (its serial and parallel rows are
+# beyond the demo's budget, config.yaml); Table 2 all four.
+DEMO_MMT_STRATEGIES = ("flat", "hierarchical")
 
 
 def test_table1_plans_the_image_runs_and_nothing_of_table2():
-    """Table 1 (MMT): the shared baseline and the four strategies with image features; their
+    """Table 1 (MMT): the shared baseline and the demo's strategies with image features; their
     adversarial decodes (the demo's one derangement seed, image deranged); no further source, no
     attention, no other table."""
     jobs = plan(TABLE1)
     rules = Counter(job["rule"] for job in jobs)
-    assert rules["train"] == 1 + 4 and rules["libovicky2018_table"] == 1
+    n = len(DEMO_MMT_STRATEGIES)
+    assert rules["train"] == 1 + n and rules["libovicky2018_table"] == 1
     assert rules["libovicky2018_image_features"] == 3 and rules["libovicky2018_derange_image"] == 1
-    assert rules["libovicky2018_translate"] == 4 and rules["libovicky2018_adversarial"] == 4
-    assert rules["libovicky2018_score"] == 5 + 4  # clean baseline and strategies, adversarial
+    assert rules["libovicky2018_translate"] == n and rules["libovicky2018_adversarial"] == n
+    assert rules["libovicky2018_score"] == 1 + n + n  # clean baseline and strategies, adversarial
     for absent in ("libovicky2018_source", "libovicky2018_derange_text", "libovicky2018_attention", "report"):
         assert rules[absent] == 0, absent
     trains = [job for job in jobs if job["rule"] == "train" and "resnet" in job["shell"]]
-    assert len(trains) == 4
+    assert len(trains) == n
     for train in trains:
         assert "data/toyworld/en-de/inputs/train.resnet.npy" in train["shell"]
         assert "data/toyworld/en-de/clean/train.kept" in train["shell"]  # rows follow the cleaned lines
     decodes = [job for job in jobs if job["rule"] == "libovicky2018_translate"]
     assert all("--feature-index" in job["shell"] and ".image.seed" in job["shell"] for job in decodes)
-    assert {job["output"].split("/")[4] for job in decodes} == set(STRATEGIES)
+    assert {job["output"].split("/")[4] for job in decodes} == set(DEMO_MMT_STRATEGIES)
 
 
 def test_table2_plans_the_further_source_and_its_derangements():
@@ -544,7 +547,7 @@ def test_the_offline_demo_normalises_its_untrained_features_with_the_labelled_op
     assert paper["image_features"].get("standardise", False) is False
     assert demo["weights"] == "random" and not demo.get("standardise", False)
     built = feature_models("config.yaml")
-    assert len(built) == 4
+    assert len(built) == len(DEMO_MMT_STRATEGIES)
     for label, model in built:
         encoder = model.feature_encoder
         assert any(isinstance(m, torch.nn.LayerNorm) for m in encoder.modules()), label

@@ -685,6 +685,7 @@ def test_tables_carry_the_deviations_that_apply_to_them_and_no_others(tmp_path):
 TABLES = [
     "emelin2019",  # the scores table every experiment gets
     "table1_bleu",
+    "table2_pairs",  # EN-RU
     "table4_variants",
     "table5_params_speed",
     "bootstrap",

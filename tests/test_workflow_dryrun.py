@@ -21,8 +21,11 @@ EXPERIMENTS = sorted((REPO / "experiments").glob("*.yaml"))
 JOB_DIRECTIVES = ("shell:", "script:", "run:", "wrapper:", "notebook:")
 
 
-def snakemake(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the snakemake of this interpreter's venv in the repository, with src/ on the path."""
+def snakemake(
+    *args: str, env_extra: dict[str, str] | None = None, launcher: tuple[str, ...] = ("-m", "snakemake")
+) -> subprocess.CompletedProcess:
+    """Run the snakemake of this interpreter's venv in the repository, with src/ on the path
+    (``launcher``: how this interpreter starts it)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
@@ -30,7 +33,7 @@ def snakemake(*args: str, env_extra: dict[str, str] | None = None) -> subprocess
     env.pop("NMTV_SLURM_ACCOUNT", None)
     env.update(env_extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", *args],
+        [sys.executable, *launcher, *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -86,18 +89,7 @@ def test_planning_never_imports_torch():
     """Every snakemake start checks the config and plans the DAG; torch (~3 s of CPU to import) is
     for the jobs. Plug-ins declare themselves torch-free (plugins/__init__.py), so the default config,
     whose toy experiments use every plug-in of the package, plans without it."""
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", LOADED_MODULES, "-n", "--forceall"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = snakemake("-n", "--forceall", launcher=("-c", LOADED_MODULES))
     assert result.returncode == 0, result.stdout + result.stderr
     loaded = set(result.stderr.split("LOADED", 1)[1].split())
     plugins = {"pascal", "lisa", "sennrich_haddow", "shortcuts", "multi_source"}

@@ -41,9 +41,9 @@ import os
 import pkgutil
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nmtvariants.errors import ConfigError
 
@@ -84,6 +84,34 @@ class PluginInputs:
     aux: tuple[str, ...] = ()
     labels: Mapping[str, int] = field(default_factory=dict)
     made_by: str = "a study's rule"
+
+
+Options = TypeVar("Options")
+
+
+def plugin_options(cls: type[Options], raw: Any, key: str, example: str) -> Options:
+    """A plug-in's options dataclass ``cls`` from its config value ``raw`` (None: the defaults): a value
+    that is not a mapping, or a key the dataclass lacks, is a ConfigError naming ``key`` (e.g.
+    ``model.variant.pascal``); ``example``: a mapping to show, ``{layer: 1}``. The values are the
+    plug-in's to check."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a mapping like {example}, got {raw!r}")
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(f"{key}: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return cls(**raw)
+
+
+def is_int(value: Any) -> bool:
+    """An integer option (YAML's ``true`` is a bool, which Python counts as an int: not here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def stream_kind(labels: int | None) -> str:

@@ -65,11 +65,11 @@ Where we differ from the authors' fairseq code (seed brief §2.4, open question 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from nmtvariants.errors import ConfigError
-from nmtvariants.models.variants import PluginInputs, declare_variant
+from nmtvariants.models.variants import PluginInputs, declare_variant, is_int, is_number, plugin_options
 from nmtvariants.syntax.parents import FIRST_STREAM
 
 KEY = "model.variant.lisa"
@@ -83,10 +83,6 @@ TERM = "lisa_parent"
 SCORERS = ("bilinear", "dot")
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class LisaOptions:
     layer: int = 1
@@ -98,28 +94,20 @@ class LisaOptions:
     @classmethod
     def parse(cls, raw: Any) -> LisaOptions:
         """Validate the variant's options; every error names the offending key."""
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{KEY}: expected a mapping like {{layer: 1, head: 1}}, got {raw!r}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(raw) - set(known))
-        if unknown:
-            raise ConfigError(f"{KEY}: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        options = cls(**raw)
+        options = plugin_options(cls, raw, KEY, "{layer: 1, head: 1}")
         for name in ("layer", "head"):
             value = getattr(options, name)
-            if not _is_int(value) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ConfigError(f"{KEY}.{name}: a 1-based {name} number, got {value!r}")
         weight = options.weight
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
+        if not is_number(weight) or not weight >= 0:
             raise ConfigError(f"{KEY}.weight: a number >= 0, got {weight!r}")
         if options.scorer not in SCORERS:
             raise ConfigError(f"{KEY}.scorer: must be one of {', '.join(SCORERS)}, got {options.scorer!r}")
         if options.dim is not None:
             if options.scorer != "bilinear":
                 raise ConfigError(f"{KEY}.dim: only the bilinear scorer has a width; drop dim or use it")
-            if not _is_int(options.dim) or options.dim < 1:
+            if not is_int(options.dim) or options.dim < 1:
                 raise ConfigError(f"{KEY}.dim: a positive integer (null = d_head), got {options.dim!r}")
         return options
 

@@ -44,11 +44,11 @@ positions because sources are right-padded. Since D only depends on positions, i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from nmtvariants.errors import ConfigError
-from nmtvariants.models.variants import PluginInputs, declare_variant
+from nmtvariants.models.variants import PluginInputs, declare_variant, is_int, is_number, plugin_options
 from nmtvariants.syntax.parents import MIDDLE_STREAM
 
 KEY = "model.variant.pascal"
@@ -71,38 +71,22 @@ class PascalOptions:
     @classmethod
     def parse(cls, raw: Any) -> PascalOptions:
         """Validate the variant's options; every error names the offending key."""
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{KEY}: expected a mapping like {{layer: 1, heads: 2}}, got {raw!r}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(raw) - set(known))
-        if unknown:
-            raise ConfigError(f"{KEY}: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        options = cls(**raw)
-        if not _is_int(options.layer) or options.layer < 1:
+        options = plugin_options(cls, raw, KEY, "{layer: 1, heads: 2}")
+        if not is_int(options.layer) or options.layer < 1:
             raise ConfigError(f"{KEY}.layer: a 1-based encoder layer number, got {options.layer!r}")
-        if options.heads is not None and (not _is_int(options.heads) or options.heads < 1):
+        if options.heads is not None and (not is_int(options.heads) or options.heads < 1):
             raise ConfigError(
                 f"{KEY}.heads: a positive number of heads (or null for all), got {options.heads!r}"
             )
         if not isinstance(options.parent_only, bool):
             raise ConfigError(f"{KEY}.parent_only: must be true or false, got {options.parent_only!r}")
-        if not _is_number(options.variance) or not options.variance > 0:
+        if not is_number(options.variance) or not options.variance > 0:
             raise ConfigError(f"{KEY}.variance: a positive sigma^2, got {options.variance!r}")
         if options.parent_only and "variance" in raw:
             raise ConfigError(f"{KEY}: parent_only replaces the Normal; drop variance or parent_only")
-        if not _is_number(options.q) or not 0.0 <= options.q <= 1.0:
+        if not is_number(options.q) or not 0.0 <= options.q <= 1.0:
             raise ConfigError(f"{KEY}.q: a parent-ignoring probability in [0, 1], got {options.q!r}")
         return options
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 declare_variant("pascal", f"{__name__}.modules:install_pascal", inputs=INPUTS)

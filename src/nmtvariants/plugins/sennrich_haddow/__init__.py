@@ -31,18 +31,14 @@ label dictionary is built from the data rather than a fixed inventory).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from nmtvariants.errors import ConfigError
-from nmtvariants.models.variants import PluginInputs, declare_variant
+from nmtvariants.models.variants import PluginInputs, declare_variant, is_int, plugin_options
 from nmtvariants.syntax.dep_labels import STREAM, UD_RELATIONS
 
 KEY = "model.variant.sennrich_haddow"
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -52,20 +48,12 @@ class TagEmbOptions:
 
     @classmethod
     def parse(cls, raw: Any, d_model: int) -> TagEmbOptions:
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{KEY}: expected a mapping like {{labels: 37, dim: 10}}, got {raw!r}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(raw) - set(known))
-        if unknown:
-            raise ConfigError(f"{KEY}: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        options = cls(**raw)
-        if not _is_int(options.labels) or options.labels < 1:
+        options = plugin_options(cls, raw, KEY, "{labels: 37, dim: 10}")
+        if not is_int(options.labels) or options.labels < 1:
             raise ConfigError(
                 f"{KEY}.labels: the label inventory size, a positive integer, got {options.labels!r}"
             )
-        if not _is_int(options.dim) or not 1 <= options.dim < d_model:
+        if not is_int(options.dim) or not 1 <= options.dim < d_model:
             raise ConfigError(
                 f"{KEY}.dim: an integer in [1, {d_model}) (d_model {d_model}), got {options.dim!r}"
             )

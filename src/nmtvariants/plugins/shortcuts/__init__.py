@@ -45,11 +45,11 @@ Parameters per gated attention: lexical 2d^2 + 2d, feature-fusion 6d^2 + 2d (Tab
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from nmtvariants.errors import ConfigError
-from nmtvariants.models.variants import declare_variant
+from nmtvariants.models.variants import declare_variant, plugin_options
 
 KINDS = ("lexical", "feature_fusion")
 STACKS = {"both": ("encoder", "decoder"), "encoder": ("encoder",), "decoder": ("decoder",), "none": ()}
@@ -69,15 +69,7 @@ class ShortcutOptions:
     @classmethod
     def parse(cls, raw: Any) -> ShortcutOptions:
         """Validate the variant's options; every error names the offending key."""
-        if raw is None:
-            raw = {}
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{KEY}: expected a mapping like {{kind: lexical}}, got {raw!r}")
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(raw) - set(known))
-        if unknown:
-            raise ConfigError(f"{KEY}: unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        options = cls(**raw)
+        options = plugin_options(cls, raw, KEY, "{kind: lexical}")
         for name, allowed in (
             ("kind", KINDS),
             ("self_attention", tuple(STACKS)),

@@ -56,15 +56,16 @@ include: "rules/tables.smk"
 # One file per study (rules/studies/<paper>.smk), then the external studies' rules files: their
 # rules, and their tables, figures and data needs registered with rules/common.smk. Included
 # before the report, which lists what they registered.
+# A study's plan checks its experiments when its file is included: a refused one stops in one line.
 BUILT_IN_RULES = sorted(Path(workflow.basedir, "rules", "studies").glob("*.smk"))
-for _study_rules in BUILT_IN_RULES:
+with exit_on_error():
+    for _study_rules in BUILT_IN_RULES:
 
-    include: f"rules/studies/{_study_rules.name}"
+        include: f"rules/studies/{_study_rules.name}"
 
+    for _study_rules in (path for path in EXTENSIONS if path.suffix == ".smk"):
 
-for _study_rules in (path for path in EXTENSIONS if path.suffix == ".smk"):
-
-    include: str(_study_rules)
+        include: str(_study_rules)
 
 
 close_registries([path.stem for path in BUILT_IN_RULES])

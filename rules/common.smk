@@ -33,6 +33,14 @@ from nmtvariants.scaling import costs as stage_costs
 # (`{input:q}`, `{params.x:q}`); names and language codes are also narrowed by the schema.
 
 SPLITS = ["train", "valid", "test"]
+# Scheduling: Snakemake's `priority:` among the jobs that are ready. Without it the greedy scheduler
+# prefers the jobs with the largest inputs, so the analyses of early runs (checkpoints, states) went
+# ahead of later training, and the image features (a list of file names) ran last, leaving the
+# multimodal runs to train alone at the end. Training first, and before it every rule that makes a
+# training input (data preparation, parents and labels, derived corpora, image features), keeps both
+# cores of a small machine on the long jobs and leaves the short analyses to fill in around them.
+TRAINING_PRIORITY = 10
+GATES_TRAINING_PRIORITY = 20
 TOY_LANGS = [
     "en",
     "de",

@@ -16,6 +16,7 @@ rule tokenize:
         "logs/tokenize/{corpus}/{split}.{lang}.log",
     benchmark:
         "logs/benchmarks/tokenize/{corpus}/{split}.{lang}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 2
@@ -49,6 +50,7 @@ rule clean:
         "logs/clean/{corpus}/{src}-{tgt}.log",
     benchmark:
         "logs/benchmarks/clean/{corpus}/{src}-{tgt}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -77,6 +79,7 @@ rule clean_shared:
         "logs/clean/{corpus}/{pair}.{shared}.log",
     benchmark:
         "logs/benchmarks/clean/{corpus}/{pair}.{shared}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -100,6 +103,7 @@ rule truecase_train:
         "logs/truecase_train/{corpus}/{pair}.{lang}.log",
     benchmark:
         "logs/benchmarks/truecase_train/{corpus}/{pair}.{lang}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -123,6 +127,7 @@ rule truecase_apply:
         "logs/truecase_apply/{corpus}/{pair}/{split}.{lang}.log",
     benchmark:
         "logs/benchmarks/truecase_apply/{corpus}/{pair}/{split}.{lang}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 2
@@ -146,6 +151,7 @@ rule bpe_learn:
         "logs/bpe_learn/{corpus}/{src}-{tgt}.log",
     benchmark:
         "logs/benchmarks/bpe_learn/{corpus}/{src}-{tgt}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -177,6 +183,7 @@ rule bpe_vocab_shared:
         "logs/bpe_vocab/{corpus}/{pair}.{shared}.log",
     benchmark:
         "logs/benchmarks/bpe_vocab/{corpus}/{pair}.{shared}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -203,6 +210,7 @@ rule bpe_apply:
         "logs/bpe_apply/{corpus}/{pair}/{split}.{lang}.log",
     benchmark:
         "logs/benchmarks/bpe_apply/{corpus}/{pair}/{split}.{lang}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 1
@@ -226,6 +234,7 @@ rule network_vocab:
         "logs/network_vocab/{corpus}/{src}-{tgt}.log",
     benchmark:
         "logs/benchmarks/network_vocab/{corpus}/{src}-{tgt}.tsv"
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
     threads: 1

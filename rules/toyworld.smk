@@ -14,6 +14,7 @@ rule toyworld:
         contrawsd="data/toyworld/contrawsd/en-de.json",
     log:
         "logs/toyworld.log",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/nmtvariants.yaml"
     threads: 1

@@ -15,6 +15,7 @@ rule train:
         "logs/train/{run}.log",
     benchmark:
         "logs/benchmarks/train/{run}.tsv"
+    priority: TRAINING_PRIORITY
     conda:
         "../envs/train.yaml"
     threads: run_resource("threads")

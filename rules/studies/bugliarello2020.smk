@@ -60,6 +60,7 @@ rule bugliarello2020_gold_parse:
         "logs/bugliarello2020/gold_parse/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
         corpus=B20_PLAN.regex(B20_GOLD),
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -160,6 +161,7 @@ rule bugliarello2020_parse:
         "logs/bugliarello2020/parse/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
         corpus=B20_PLAN.regex(B20_PARSED),
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 4
@@ -189,6 +191,7 @@ rule bugliarello2020_parents:
         "logs/bugliarello2020/parents/{corpus}/{src}-{tgt}/{split}.{mode}.log",
     wildcard_constraints:
         mode="x2|first",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -210,6 +213,7 @@ rule bugliarello2020_dep_labels:
         "data/{corpus}/{src}-{tgt}/inputs/{split}.dep_labels",
     log:
         "logs/bugliarello2020/dep_labels/{corpus}/{src}-{tgt}/{split}.log",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -241,6 +245,7 @@ rule bugliarello2020_multitask_train:
         "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
         split=B20_PLAN.regex(B20_TRAIN_SPLITS),
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -263,6 +268,7 @@ rule bugliarello2020_multitask_valid:
         "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.log",
     wildcard_constraints:
         split=B20_PLAN.regex(B20_VALID_SPLITS),
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -281,6 +287,7 @@ rule bugliarello2020_multitask_source:
         f"{B20_MULTITASK}/{{split}}.{{src}}",
     log:
         "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/{split}.{src}.log",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1
@@ -299,6 +306,7 @@ rule bugliarello2020_multitask_vocab:
         f"{B20_MULTITASK}/vocab.txt",
     log:
         "logs/bugliarello2020/multitask/{corpus}/{src}-{tgt}/vocab.log",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/text.yaml"
     threads: 1

@@ -41,6 +41,7 @@ rule libovicky2018_image_features:
         meta="data/{corpus}/features/{split}.resnet.json",
     log:
         "logs/libovicky2018/features/{corpus}/{split}.log",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/train.yaml"
     threads: 1
@@ -75,6 +76,7 @@ rule libovicky2018_pair_features:
         "data/{corpus}/{pair}/inputs/{split}.resnet.npy",
     log:
         "logs/libovicky2018/features/{corpus}/{pair}/{split}.log",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/text.yaml"
     threads: 1
@@ -100,6 +102,7 @@ rule libovicky2018_source:
         "data/{corpus}/{pair}/inputs/{split}.src_{lang}",
     log:
         "logs/libovicky2018/source/{corpus}/{pair}/{split}.{lang}.log",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/text.yaml"
     threads: 1
@@ -123,6 +126,7 @@ rule libovicky2018_europarl_bitext:
         "logs/libovicky2018/europarl/{lang}-en.log",
     wildcard_constraints:
         lang="(?!en$)[a-z]+",
+    priority: GATES_TRAINING_PRIORITY
     conda:
         "../../envs/nmtvariants.yaml"
     threads: 1

@@ -49,3 +49,27 @@ def test_two_logs_side_by_side_with_the_ratio(tmp_path):
     assert "| tokenize | 1 | 2 | 1 | 2 | 1.00 |" in table
     record = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     assert record["after"]["rules"]["train"] == {"jobs": 1, "job_s": 50.0}
+
+
+def test_occupancy_and_idle_core_seconds_against_the_hand_worked_log():
+    # 0-5 s: train alone; 5-7 s: train and tokenize; 7-100 s: train alone; 100-101 s: nothing (then
+    # `all`, which does not count).
+    intervals, span = demo_jobs.job_intervals(LOG)
+    busy = demo_jobs.occupancy(intervals, span)
+    assert busy == {0: 1.0, 1: 98.0, 2: 2.0}
+    assert sum(busy.values()) == span
+    assert demo_jobs.idle_core_seconds(busy, cores=2) == 2 * 1.0 + 1 * 98.0
+    assert demo_jobs.idle_core_seconds(busy, cores=2) == 2 * span - sum(
+        end - begin for rule, begin, end in intervals if rule != "all"
+    )
+
+
+def test_the_table_and_record_say_how_many_jobs_ran_at_once(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(LOG, encoding="utf-8")
+    assert demo_jobs.main([f"run={log}", "--cores", "2", "--output", str(tmp_path / "out")]) == 0
+    table = (tmp_path / "out.md").read_text(encoding="utf-8")
+    assert "jobs at once: 0 for 0.0 min, 1 for 1.6 min, 2 for 0.0 min; idle 1.7 core-min of 2 x 1.7" in table
+    record = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["run"]
+    assert record["jobs_at_once_s"] == {"0": 1.0, "1": 98.0, "2": 2.0}
+    assert record["idle_core_s"] == 100.0 and record["cores"] == 2

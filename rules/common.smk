@@ -27,6 +27,7 @@ from nmtvariants.layout import (
 )
 from nmtvariants.reporting.manifest import manifest_inputs, manifest_json
 from nmtvariants.scaling import costs as stage_costs
+from nmtvariants.scaling.plan import TEST_SET_LINES
 
 # Shared names, wildcard constraints and the target registries. Rules pass paths and parameters;
 # all logic lives in src/nmtvariants. Every value that reaches a `shell:` command is quoted there
@@ -476,6 +477,21 @@ def sized_runtime(rule_name):
     return lambda wildcards, input, attempt: stage_costs.runtime_minutes(
         rule_name, input.size_mb, attempt
     )
+
+
+def sized_threads(rule_name, most):
+    return lambda wildcards: stage_costs.threads(rule_name, known_lines(wildcards), most)
+
+
+def known_lines(wildcards):
+    """Lines of a {corpus} {split} known before its file exists: a test, valid or contrastive set's (at
+    most a newstest set's), toyworld's configured training size, or None for a training corpus still
+    to be downloaded."""
+    if wildcards.split != "train":
+        return TEST_SET_LINES
+    if CORPORA.get(wildcards.corpus, {}).get("source") == "toyworld":
+        return TOYWORLD["sizes"]["train"]
+    return None
 
 
 # Rules without a fitted curve: their stated floor or twice their input (Snakemake's own default

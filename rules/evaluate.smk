@@ -15,7 +15,7 @@ rule translate:
         "logs/translate/{run}/{decode}/{testset}.log",
     conda:
         "../envs/train.yaml"
-    threads: 2
+    threads: run_resource("threads")
     resources:
         mem_mb=input_sized_mb(4000),
         runtime=grown_runtime(120),

@@ -19,7 +19,7 @@ rule tokenize:
     priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
-    threads: 2
+    threads: sized_threads("tokenize", 2)
     resources:
         mem_mb=sized_mem_mb("tokenize"),
         runtime=sized_runtime("tokenize"),
@@ -130,7 +130,7 @@ rule truecase_apply:
     priority: GATES_TRAINING_PRIORITY
     conda:
         "../envs/text.yaml"
-    threads: 2
+    threads: sized_threads("truecase_apply", 2)
     resources:
         mem_mb=sized_mem_mb("truecase_apply"),
         runtime=sized_runtime("truecase_apply"),

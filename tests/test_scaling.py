@@ -50,6 +50,21 @@ def test_training_memory_is_the_larger_of_config_and_data() -> None:
     )
 
 
+def test_sharded_stages_ask_for_one_core_where_the_work_is_short() -> None:
+    """Toy and test-set jobs take one core (a two-core job waits for two free cores at once); a WMT
+    training corpus, or one whose size is not known before it is downloaded, takes the most."""
+    for stage in ("tokenize", "truecase_apply"):
+        cost = costs.STAGES[stage]
+        assert costs.threads(stage, 20_000, 2) == 1  # toyworld's training split
+        assert costs.threads(stage, plan.TEST_SET_LINES, 2) == 1
+        assert costs.threads(stage, plan.KNOWN_PAIRS["wmt14_ende"], 2) == 2
+        assert costs.threads(stage, None, 2) == 2
+        # the switch sits where the predicted one-core time reaches the threshold
+        pairs = (costs.SHARDING_FROM_SECONDS / cost.a) ** (1 / cost.b) / cost.mb_per_pair
+        assert costs.threads(stage, math.floor(pairs * 0.99), 2) == 1
+        assert costs.threads(stage, math.ceil(pairs * 1.01), 2) == 2
+
+
 def test_every_sized_rule_has_a_curve() -> None:
     """The rules name themselves in sized_mem_mb/sized_runtime; each must map to a fitted stage."""
     text = (REPO / "rules" / "preprocess.smk").read_text()

@@ -10,7 +10,7 @@ job outranks every job that waits for a training run (the analyses, translations
 
 from __future__ import annotations
 
-from workflow_configs import dry_run_jobs, snakemake
+from workflow_configs import REPO, dry_run_jobs, snakemake
 
 
 def test_every_job_training_waits_for_comes_first_and_training_before_the_rest():
@@ -52,3 +52,28 @@ def test_every_job_training_waits_for_comes_first_and_training_before_the_rest()
     lowest_training = min(priority[index] for index in training)
     highest_downstream = max(priority[index] for index in downstream)
     assert lowest_training > highest_downstream, rules(downstream, highest_downstream)
+
+
+def test_no_toy_job_waits_for_two_free_cores_and_a_wmt_corpus_is_still_sharded():
+    """On the default config every job asks for one core (beside one-core training, a two-core job
+    waits until both cores are free at once); a full-scale config still shards its training corpora."""
+    toy = dry_run_jobs(snakemake("-n", "-p", "--forceall", "--cores", "2").stdout)
+    assert len(toy) > 300 and not [job for job in toy if int(job.get("threads", 1)) > 1]
+    result = snakemake(
+        "-n",
+        "-p",
+        "--forceall",
+        "--cores",
+        "8",
+        "--configfile",
+        str(REPO / "experiments" / "emelin2019.yaml"),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    sharded = {
+        (job["rule"], "split=train" in job["wildcards"])
+        for job in dry_run_jobs(result.stdout)
+        if job["rule"] in ("tokenize", "truecase_apply")
+        for threads in [int(job.get("threads", 1))]
+        if threads == 2
+    }
+    assert sharded == {("tokenize", True), ("truecase_apply", True)}

@@ -60,13 +60,13 @@ def snakemake(
 
 def dry_run_jobs(stdout: str) -> list[dict[str, str]]:
     """The jobs of `snakemake -n -p` output: rule, input, output, wildcards, priority (printed when not
-    0), shell command."""
+    0), threads (printed when more than one), shell command."""
     jobs: list[dict[str, str]] = []
     for line in stdout.splitlines():
         started = re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):", line)
         if started:
             jobs.append({"rule": started.group(1)})
-        elif jobs and (field := re.match(r"^\s+(output|wildcards|input|priority): (.*)$", line)):
+        elif jobs and (field := re.match(r"^\s+(output|wildcards|input|priority|threads): (.*)$", line)):
             jobs[-1][field.group(1)] = field.group(2)
         elif jobs and line.startswith("Shell command: "):
             jobs[-1]["shell"] = line.removeprefix("Shell command: ")

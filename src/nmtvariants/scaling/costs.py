@@ -73,6 +73,11 @@ FLOOR_MINUTES = 10
 MEMORY_HEADROOM = 1.5  # over the fitted peak: scatter, and allocator growth the benchmark did not see
 TIME_HEADROOM = 3.0  # over the fitted seconds: a slower or shared cluster core
 RETRY_GROWTH = 2.0  # each retry asks for this much more memory and time
+# Below this predicted one-core time a sharded stage asks for one core. A job that asks for two waits
+# until two cores are free at once, and the scheduler fills every free core with one-core jobs first:
+# on the demo's 2 cores, beside one-core training, a 3-second truecasing job waited 17 minutes and
+# held back the two runs that needed it. Above it, the pool's start-up is small beside the work.
+SHARDING_FROM_SECONDS = 60.0
 
 
 def mem_mb(stage: str, size_mb: float, attempt: int = 1) -> int:
@@ -85,6 +90,17 @@ def runtime_minutes(stage: str, size_mb: float, attempt: int = 1) -> int:
     """The runtime request (minutes) of a ``stage`` (or rule) job reading ``size_mb``, at ``attempt``."""
     predicted = STAGES[STAGE_OF_RULE.get(stage, stage)].seconds(size_mb) * TIME_HEADROOM / 60
     return math.ceil(max(FLOOR_MINUTES, predicted) * RETRY_GROWTH ** (attempt - 1))
+
+
+def threads(stage: str, pairs: int | None, most: int) -> int:
+    """The cores a sharded ``stage`` (or rule) job over ``pairs`` lines asks for: ``most`` where its
+    predicted one-core time reaches :data:`SHARDING_FROM_SECONDS` or the size is not known before
+    the job runs (``None``: a corpus still to be downloaded), else one. Snakemake fixes a job's threads
+    when it plans the DAG, before the input exists, so this cannot read ``input.size_mb``."""
+    if pairs is None:
+        return most
+    cost = STAGES[STAGE_OF_RULE.get(stage, stage)]
+    return most if cost.seconds(pairs * cost.mb_per_pair) >= SHARDING_FROM_SECONDS else 1
 
 
 def grown(request: float, attempt: int) -> int:

@@ -480,7 +480,9 @@ def sized_runtime(rule_name):
 
 
 def sized_threads(rule_name, most):
-    return lambda wildcards: stage_costs.threads(rule_name, known_lines(wildcards), most)
+    return lambda wildcards: stage_costs.threads(
+        rule_name, known_lines(wildcards), most
+    )
 
 
 def known_lines(wildcards):

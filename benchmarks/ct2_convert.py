@@ -53,7 +53,7 @@ from nmtvariants.data.vocab import BOS, EOS, PAD, UNK, Vocabulary
 from nmtvariants.errors import ConfigError, NMTVariantsError
 from nmtvariants.models import Transformer, load_model
 from nmtvariants.models.embeddings import sinusoidal_positions
-from nmtvariants.models.layers import SUBLAYER_KINDS
+from nmtvariants.models.variants import SUBLAYER_KINDS
 
 
 def unsupported(model: Transformer) -> list[str]:

@@ -14,13 +14,16 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
 
 from nmtvariants.errors import ConfigError
 from nmtvariants.layout import bpe_folder
+
+if TYPE_CHECKING:  # imported where a config is checked: `train` and `translate` read run ids and
+    # replica names from here but check no workflow config, and a GPU machine's image lacks jsonschema
+    import jsonschema
 
 
 def key_path(error: jsonschema.ValidationError) -> str:
@@ -43,6 +46,8 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
 
 def check_config(config: dict[str, Any], schema_path: str | Path, source: str = "config") -> None:
     """Raise :class:`ConfigError` listing every violation with the key's path."""
+    import jsonschema
+
     schema = load_schema(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
@@ -201,6 +206,8 @@ def experiment_systems(experiment: Mapping[str, Any]) -> list[tuple[str, str]]:
 def _fill_defaults(validator_class: type) -> type:
     """A validator that also writes each schema ``default`` into the instance (as Snakemake's
     ``validate`` does), so that code outside Snakemake sees the same resolved config."""
+    import jsonschema
+
     validate_properties = validator_class.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema) -> Iterator[jsonschema.ValidationError]:
@@ -215,6 +222,8 @@ def _fill_defaults(validator_class: type) -> type:
 
 def with_defaults(config: dict[str, Any], schema_path: str | Path) -> dict[str, Any]:
     """A checked copy of ``config`` with the schema's defaults filled in."""
+    import jsonschema
+
     check_config(config, schema_path)
     resolved = copy.deepcopy(config)
     for _ in _fill_defaults(jsonschema.Draft202012Validator)(load_schema(schema_path)).iter_errors(resolved):

@@ -1,4 +1,5 @@
-"""Bounded CPU kernel caches for the commands that run matmuls on batches of varying shape."""
+"""Kernel choices for the commands that run on batches of varying shape: bounded CPU kernel caches,
+and no GPU attention kernel that is planned per shape."""
 
 from __future__ import annotations
 
@@ -26,3 +27,20 @@ def bound_kernel_caches() -> None:
     """Bound the CPU kernel caches (see :data:`KERNEL_CACHE_CAPACITY`); a user's values win."""
     for name, capacity in KERNEL_CACHE_CAPACITY.items():
         os.environ.setdefault(name, capacity)
+
+
+def no_attention_plans_per_shape() -> None:
+    """Keep ``F.scaled_dot_product_attention`` off cuDNN's attention on CUDA (flash, memory-efficient
+    and math remain): cuDNN builds and caches an execution plan for every new input shape, and with the
+    batch shapes of real data (125 distinct in 150 length-bucketed batches) that planning dominated.
+
+    Measured on an H200 (``benchmarks/results/gpu_amp_shapes_h200.md``, 2026-11-27): the small model's
+    bf16-autocast training step ran 29k target tokens/s with cuDNN allowed against 263k without it
+    (fp32, which cuDNN's attention does not take, 301k); ``nmtvariants train`` on Multi30k, 150
+    updates: 46k against 195k tokens/s, identical losses to three decimals. With one fixed shape the
+    cost vanishes, so it is per shape, not per call. A process-wide switch of torch's, set by the
+    commands before their first attention call; harmless without CUDA.
+    """
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)

@@ -94,12 +94,13 @@ def _load(args: argparse.Namespace) -> tuple[Any, Vocabulary]:
     from nmtvariants.allocator import keep_freed_memory
     from nmtvariants.inference.precision import check_dtype, prepare_model
     from nmtvariants.inference.translate import check_vocabulary
-    from nmtvariants.kernel_caches import bound_kernel_caches
+    from nmtvariants.kernel_caches import bound_kernel_caches, no_attention_plans_per_shape
     from nmtvariants.models import load_model
 
     args.device = resolve_device(args.device)
     check_dtype(args.dtype, args.device)  # before the weights are read: int8 runs on the CPU only
     bound_kernel_caches()
+    no_attention_plans_per_shape()
     keep_freed_memory()
     if args.threads:
         torch.set_num_threads(args.threads)

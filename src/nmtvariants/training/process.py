@@ -16,7 +16,7 @@ import os
 import torch
 
 from nmtvariants.allocator import keep_freed_memory
-from nmtvariants.kernel_caches import bound_kernel_caches
+from nmtvariants.kernel_caches import bound_kernel_caches, no_attention_plans_per_shape
 from nmtvariants.training.distributed import DistInfo, init_distributed, shutdown
 from nmtvariants.training.train_config import TrainSettings
 
@@ -36,12 +36,14 @@ def setup_process(train: TrainSettings) -> DistInfo:
     """Prepare this process for training with ``train``'s settings; return its rank and device.
 
     In this order: bound the CPU kernel caches (a user's variables win; before the first matmul,
-    see :mod:`nmtvariants.kernel_caches`), set torch's threads (:func:`resolve_threads`), keep
-    freed memory in the process (:mod:`nmtvariants.allocator`), and join torchrun's process group
+    see :mod:`nmtvariants.kernel_caches`) and keep attention off kernels planned per shape, set
+    torch's threads (:func:`resolve_threads`), keep freed memory in the process
+    (:mod:`nmtvariants.allocator`), and join torchrun's process group
     if there is one (:func:`~nmtvariants.training.distributed.init_distributed`, which also makes
     this rank's CUDA device current). Pair it with :func:`shutdown` when training ends.
     """
     bound_kernel_caches()
+    no_attention_plans_per_shape()
     resolve_threads(train.threads)
     keep_freed_memory()
     return init_distributed(train.device)

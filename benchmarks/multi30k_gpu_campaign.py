@@ -291,7 +291,7 @@ def device(args: argparse.Namespace) -> None:
             variant = record["users"][0][2].split("-seed")[0]
             if variant not in seen:  # one model per variant, for the table's parameter counts
                 seen.add(variant)
-                save_weights(Path("models/runs") / record["id"] / "final.pt", out / f"{variant}.pt")
+                save_weights(Path("models/runs") / record["id"] / "final.pt", variant, out / "weights.tar")
             info["records"] = records
             write_info(info, out)  # after every run: a call cut off at its limit keeps what finished
             print(f"done {record['id']} train {record['train_s']:.0f} s", flush=True)
@@ -311,15 +311,20 @@ def keep_run(record: dict, testsets: list[str], bundle: Path) -> None:
             tar.add(folder / name, arcname=f"{record['id']}/{name}")
 
 
-def save_weights(checkpoint: Path, out: Path) -> None:
-    """The model's weights (bf16) and config only: what a parameter count reads, at a third of the size."""
+def save_weights(checkpoint: Path, variant: str, bundle: Path) -> None:
+    """Append ``<variant>.pt`` to ``bundle``: the model's weights (bf16) and config only, what a
+    parameter count reads, at a third of the size. One bundle, because at most 8 files come back from
+    the GPU machine (a fifth variant's file was left behind as separate files)."""
     import torch
 
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     weights = {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in state["model"].items()}
+    saved = checkpoint.with_name(f"{variant}.weights.pt")
     torch.save(
-        {"model": weights, "model_config": state["model_config"], "vocab_size": state["vocab_size"]}, out
+        {"model": weights, "model_config": state["model_config"], "vocab_size": state["vocab_size"]}, saved
     )
+    with tarfile.open(bundle, "a") as tar:
+        tar.add(saved, arcname=f"{variant}.pt")
 
 
 def write_info(info: dict, out: Path) -> None:
@@ -417,8 +422,8 @@ def finish(args: argparse.Namespace) -> None:
             run(command, logs / f"sig-{variant}-{testset}.log")
     checkpoints = Path("checkpoints")
     checkpoints.mkdir(exist_ok=True)
-    for file in returned.glob("*.pt"):
-        shutil.copy2(file, checkpoints / file.name)
+    with tarfile.open(returned / "weights.tar") as tar:
+        tar.extractall(checkpoints, filter="data")
     # the parameter count reads one model per variant (weights only, as the GPU machine saved them)
     entries = [
         replace(entry, files={**entry.files, "checkpoint": str(checkpoints / f"{entry.variant}.pt")})

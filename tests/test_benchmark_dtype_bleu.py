@@ -1,0 +1,32 @@
+"""benchmarks/dtype_bleu.py: its table's differences to float32, worked by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "dtype_bleu.py"
+
+
+def load():
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("dtype_bleu", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_table_gives_each_dtype_its_difference_to_float32():
+    bench = load()
+    meta = {"date": "2026-11-27", "checkpoint": "m.pt", "about": "a model", "source": "t.en", "cpu": "cpu"}
+    meta.update(beam=5, alpha=1.0, threads=1)
+    records = [
+        {"dtype": "float32", "bleu": 18.87, "chrf": 38.61, "seconds": 9.0, "sentences": 1000},
+        {"dtype": "int8", "bleu": 18.5, "chrf": 38.9, "seconds": 7.0, "sentences": 1000},
+    ]
+    records[0]["identical_to_float32"], records[1]["identical_to_float32"] = 1.0, 0.803
+    lines = bench.table(meta, records).splitlines()
+    assert "| float32 | 18.87 | +0.00 | 38.61 | +0.00 | 100.0% | 9.0 |" in lines
+    assert "| int8 | 18.50 | -0.37 | 38.90 | +0.29 | 80.3% | 7.0 |" in lines
+    assert any("(1000 sentences)" in line for line in lines)

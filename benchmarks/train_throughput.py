@@ -382,7 +382,8 @@ def write_results(args, rounds: list[dict], out: Path) -> None:
         "# Training throughput, 2 CPU threads (peers' benchmark config)",
         "",
         f"torch {torch.__version__}; {args.rounds} rounds, order alternated; {WARM} warm-up + {MEAS} "
-        f"measured updates; batch_tokens {args.batch_tokens}, maxi_batch {args.maxi_batch}, amp {args.amp}.",
+        f"measured updates; batch_tokens {args.batch_tokens}, maxi_batch {args.maxi_batch}, amp {args.amp} "
+        "(ours; the plain-PyTorch reference always trains in fp32: ref_torch.py has no autocast).",
         "",
         "| round | ours tok/s | plain PyTorch tok/s | ratio | tok per CPU-s ours / ref (ratio) "
         "| tok/update ours / ref | peak RSS MB ours / ref | load avg before ours / ref "

@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from decode_ct2 import cpu_model
+from result_files import write_record
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -152,9 +153,7 @@ def main() -> None:
         **{key: str(getattr(args, key)) for key in ("checkpoint", "source", "ref")},
         **{key: getattr(args, key) for key in ("beam", "alpha", "threads", "lang")},
     }
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / f"{args.out}.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
-    (args.results / f"{args.out}.md").write_text(table(meta, records))
+    write_record(args.results, args.out, {"meta": meta, "records": records}, table(meta, records))
     print(table(meta, records))
 
 

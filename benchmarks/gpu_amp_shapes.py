@@ -28,6 +28,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from result_files import write_record
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 VOCAB = 9000  # about the Multi30k joint BPE vocabulary
@@ -189,9 +192,7 @@ def main() -> None:
             results.append(json.loads(done.stdout.splitlines()[-1]))
             print(json.dumps(results[-1]), flush=True)
         rounds.append(results)
-    args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / f"{args.out}.json").write_text(json.dumps({"meta": meta, "rounds": rounds}, indent=1))
-    (args.results / f"{args.out}.md").write_text(table(meta, rounds))
+    write_record(args.results, args.out, {"meta": meta, "rounds": rounds}, table(meta, rounds))
     print(table(meta, rounds))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -30,3 +31,14 @@ def test_the_table_gives_each_dtype_its_difference_to_float32():
     assert "| float32 | 18.87 | +0.00 | 38.61 | +0.00 | 100.0% | 9.0 |" in lines
     assert "| int8 | 18.50 | -0.37 | 38.90 | +0.29 | 80.3% | 7.0 |" in lines
     assert any("(1000 sentences)" in line for line in lines)
+
+
+def test_the_record_and_its_table_are_written_side_by_side(tmp_path):
+    load()  # puts benchmarks/ on the path
+    from result_files import write_record
+
+    results, record = tmp_path / "results", {"meta": {"date": "2026-11-27"}, "records": []}
+    write_record(results, "dtype_bleu_x", record, "| a |\n")
+    assert json.loads((results / "dtype_bleu_x.json").read_text()) == record
+    assert (results / "dtype_bleu_x.md").read_text() == "| a |\n"
+    assert sorted(path.name for path in results.iterdir()) == ["dtype_bleu_x.json", "dtype_bleu_x.md"]

@@ -12,7 +12,15 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.mark.parametrize("script", sorted(BENCHMARKS.glob("*.py")), ids=lambda path: path.stem)
+SCRIPTS = sorted(path for path in BENCHMARKS.glob("*.py") if '__name__ == "__main__"' in path.read_text())
+
+
+def test_every_module_but_the_shared_helpers_is_a_script() -> None:
+    helpers = {path.name for path in BENCHMARKS.glob("*.py")} - {path.name for path in SCRIPTS}
+    assert helpers == {"result_files.py"}
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.stem)
 def test_the_script_imports_with_the_library_as_it_is(script: Path, monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(f"benchmark_{script.stem}", script)

@@ -1,4 +1,5 @@
-"""Which training setting of the demo's toy baseline trains every seed to its plateau, and at what cost.
+"""Which training setting of the demo's toy baseline trains every seed to its plateau, and at what cost
+(or, with ``--system EXPERIMENT/VARIANT``, where another toy system of the demo gets to with more updates).
 
 The demo's toy models stop while they are still learning (issue 25): their validation perplexity is
 still falling fast at the last update, so seeds differ by tens of BLEU and a study difference is
@@ -51,7 +52,8 @@ from nmtvariants.config import content_id, decode_settings, run_settings, with_d
 from nmtvariants.fileio import atomic_write
 from nmtvariants.training.plateau import PLATEAU_TOLERANCE, last_fifth_change, valid_curve
 
-EXPERIMENT, PAIR, VARIANT, TESTSET = "baseline", "en-de", "baseline", "test"
+PAIR, TESTSET = "en-de", "test"
+BASELINE = "baseline/baseline"  # the demo's toy baseline: experiment/variant
 TRAIN_KEYS = (
     "batch_tokens", "lr_scale", "warmup", "lr_cooldown", "max_updates", "valid_every", "save_every",
     "keep_last",
@@ -171,8 +173,9 @@ def train(
     return {**timing, "reused": False}
 
 
-def score(run: Path, settings: dict[str, Any], decode: dict[str, Any], config: dict[str, Any],
-          data_root: Path, average_last: int, threads: int, cli: list[str]) -> dict[str, Any]:  # fmt: skip
+def score(run: Path, settings: dict[str, Any], decode: dict[str, Any], spec: dict[str, Any],
+          config: dict[str, Any], data_root: Path, average_last: int, threads: int,
+          cli: list[str]) -> dict[str, Any]:  # fmt: skip
     """Average the last checkpoints, decode, post-process and score the test set as the workflow
     does; reused when the same averaging and search settings scored this run before."""
     decode = {**decode, "average_last": average_last}
@@ -183,7 +186,6 @@ def score(run: Path, settings: dict[str, Any], decode: dict[str, Any], config: d
         return json.loads(scores_file.read_text(encoding="utf-8"))["scores"]
     folder.mkdir(parents=True, exist_ok=True)
     src, tgt = PAIR.split("-")
-    spec = config["experiments"][EXPERIMENT]
     corpus = config["corpora"][spec["corpus"]]
     bpe = Path(settings["data"]["vocab"]).parent
     model, bpe_hyp, hyp = folder / "averaged.pt", folder / f"{TESTSET}.bpe.hyp", folder / f"{TESTSET}.hyp"
@@ -237,7 +239,7 @@ def markdown(result: dict[str, Any]) -> str:
     """The comparison (one row per setting) and each seed's validation curve."""
     first = result["settings"][0]["train_s"]["mean"]
     lines = [
-        "# Toy baseline: training until the validation perplexity levels off",
+        f"# Toy {result.get('system', BASELINE)}: training until the validation perplexity levels off",
         "",
         f"Measured {result['date']} on {result['machine']}, {result['threads']} thread per run, runs one"
         f" after the other; torch {result['torch']}. Toyworld en-de, tiny preset, seeds {result['seeds']};"
@@ -287,6 +289,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--setting", action="append", required=True, help="NAME:key=value,... (repeatable)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument(
+        "--system", default=BASELINE, help=f"EXPERIMENT/VARIANT of the config (default {BASELINE})"
+    )
+    parser.add_argument(
         "--data-root", default=".", help="work folder holding data/toyworld (built by the workflow)"
     )
     parser.add_argument("--workdir", required=True, help="where the runs go (reused when finished)")
@@ -302,7 +307,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     with open(args.config, encoding="utf-8") as handle:
         config = with_defaults(yaml.safe_load(handle), args.schema)
-    decode = decode_settings(config, EXPERIMENT)
+    experiment, _, variant = args.system.partition("/")
+    if (
+        experiment not in config["experiments"]
+        or variant not in config["experiments"][experiment]["variants"]
+    ):
+        parser.error(f"--system {args.system}: no such experiment/variant in {args.config}")
+    spec = config["experiments"][experiment]
+    decode = decode_settings(config, experiment)
     average_default = int(decode.pop("average_last"))
     settings = [parse_setting(text, average_default) for text in args.setting]
     names = [s.name for s in settings]
@@ -314,14 +326,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     for setting in settings:
         seeds = []
         for seed in args.seeds:
-            run_config = run_settings(config, EXPERIMENT, PAIR, VARIANT, seed)
+            run_config = run_settings(config, experiment, PAIR, variant, seed)
             merged = {**run_config["train"], **setting.overrides}  # None: the trainer's default
             run_config["train"] = {key: value for key, value in merged.items() if value is not None}
             run = workdir / content_id(run_config)  # rows that differ only in averaging share it
             print(f"{setting.name} seed {seed}: training", flush=True)
             timing = train(run_config, run, data_root, args.threads, cli)
             scores = score(
-                run, run_config, decode, config, data_root, setting.average_last, args.threads, cli
+                run, run_config, decode, spec, config, data_root, setting.average_last, args.threads, cli
             )
             record = json.loads((run / "run.json").read_text(encoding="utf-8"))
             seeds.append({
@@ -355,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     result = {
         "benchmark": "toy_convergence",
+        "system": args.system,
         "date": args.date,
         "machine": f"{cpu_model()}, {os.cpu_count()} cores",
         "threads": args.threads,

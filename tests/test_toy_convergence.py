@@ -94,3 +94,11 @@ def test_a_cooldown_parses_to_train_lr_cooldown_and_none_to_the_trainers_default
     assert toy.parse_setting("n:lr_cooldown=none", 3).overrides == {"lr_cooldown": None}
     assert toy.cooldown_text({"start": 0.4, "end": 0.8, "floor": 0.1}) == "0.4-0.8 → 0.1"
     assert toy.cooldown_text(None) == "–"
+
+
+def test_a_system_that_the_config_lacks_is_refused_before_anything_trains(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit) as stop:
+        toy.main(["--setting", "demo:", "--system", "bugliarello2020/nope", "--workdir", str(tmp_path)])
+    assert stop.value.code == 2
+    assert not any(tmp_path.iterdir())

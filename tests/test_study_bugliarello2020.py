@@ -289,7 +289,8 @@ def test_each_table_carries_the_deviations_of_its_systems_and_no_others(tmp_path
 
     assert written("a", plain, "main") == ["stanza_parser", "two_sided_bootstrap"]
     assert written("b", full, "main") == [
-        "stanza_parser", "ud_labels", "dependency_linearisation", "two_sided_bootstrap",
+        "stanza_parser", "ud_labels", "dependency_linearisation", "multitask_equal_updates",
+        "two_sided_bootstrap",
         "japanese_tokenisation",
     ]  # fmt: skip
     ablation = [entry(tmp_path, "pascal", {"pascal": {}}, 21.5, (1.5, 0.004))]

@@ -72,3 +72,33 @@ def test_a_multi_source_plan_stages_every_source_and_skips_named_replicas(tmp_pa
     staged = json.loads((tmp_path / "stage" / "runs.json").read_text(encoding="utf-8"))
     replicas = sorted(one["users"][0][2] for one in staged)
     assert len(replicas) == 11 and not set(skip) & set(replicas) and "serial" in replicas
+
+
+def test_one_model_per_variant_comes_back_in_one_bundle_that_loads(tmp_path):
+    """At most 8 files return from the GPU machine, so every variant's weights travel in weights.tar;
+    each member is a checkpoint that `load_model` rebuilds, with the trained weights rounded to bf16."""
+    import tarfile
+
+    import torch
+
+    from nmtvariants.models import build_model, load_model, model_config
+
+    bundle = tmp_path / "weights.tar"
+    models = {}
+    for index, variant in enumerate(("baseline", "serial", "flat")):
+        torch.manual_seed(index)
+        cfg = model_config("tiny")
+        model = build_model(cfg, 20)
+        run = tmp_path / variant
+        run.mkdir()
+        state = {"model": model.state_dict(), "model_config": cfg.to_dict(), "vocab_size": 20, "update": 4}
+        torch.save(state, run / "final.pt")
+        campaign.save_weights(run / "final.pt", variant, bundle)
+        models[variant] = model
+    with tarfile.open(bundle) as tar:
+        assert tar.getnames() == ["baseline.pt", "serial.pt", "flat.pt"]
+        tar.extractall(tmp_path / "back", filter="data")
+    for variant, model in models.items():
+        loaded = load_model(tmp_path / "back" / f"{variant}.pt")
+        for name, value in model.state_dict().items():
+            torch.testing.assert_close(loaded.state_dict()[name], value.to(torch.bfloat16).float())

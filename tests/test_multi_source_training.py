@@ -221,7 +221,7 @@ def test_table2_has_one_row_per_strategy_with_each_language_deranged(tmp_path):
     out = tmp_path / "table2_multisource.md"
     manifest = str(write_manifest(tmp_path / "manifest.json", rows))
     command = ["libovicky2018-table", "--table", "table2_multisource", "--manifest", manifest]
-    assert main([*command, "--title", "Table 2", "--notes", "toy", "--output", str(out)]) == 0
+    assert main([*command, "--title", "Table 2", "--notes", "toy", "--out", str(out)]) == 0
     frame = pd.read_csv(out.with_suffix(".csv"))
     columns = ["system", "BLEU", "METEOR (NLTK, English resources)"] + [
         f"{name} ({lang})"

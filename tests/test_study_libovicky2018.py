@@ -240,7 +240,7 @@ def test_table_command_writes_the_table_its_csv_and_provenance(score_files, tmp_
             "libovicky2018-table", "--manifest", str(write_manifest(tmp_path / "m.json", rows)),
             "--table", "table1_mmt", "--condition", "nltk_meteor",
             "--condition", "untrained_image_features", "--condition", "standardised_image_features",
-            "--title", "Table 1", "--notes", "toy", "--output", str(out),
+            "--title", "Table 1", "--notes", "toy", "--out", str(out),
         ]
     )  # fmt: skip
     assert code == 0
@@ -274,14 +274,14 @@ def test_table2_carries_the_multisource_deviations_and_not_the_image_ones(score_
         label="single-source baseline",
     )  # fmt: skip
     args += ["--manifest", str(write_manifest(tmp_path / "m.json", [row]))]
-    assert main([*args, "--title", "Table 2", "--output", str(out)]) == 0
+    assert main([*args, "--title", "Table 2", "--out", str(out)]) == 0
     provenance = json.loads(out.with_suffix(".provenance.json").read_text(encoding="utf-8"))
     assert provenance["deviations"] == ["meteor", "bpe", "baseline_vocabulary", "multi30k_sources"]
     text = out.read_text(encoding="utf-8")
     assert by_key["untrained_image_features"].text not in text
     assert by_key["europarl_intersection"].text not in text
     # a condition no deviation knows is a mistake, not a no-op
-    assert main([*args, "--condition", "imagenet", "--title", "T", "--output", str(out)]) == 2
+    assert main([*args, "--condition", "imagenet", "--title", "T", "--out", str(out)]) == 2
 
 
 def test_deviation_registry_names_only_the_study_tables():
@@ -459,7 +459,7 @@ def test_join_labels_one_line_per_series_and_memory(tmp_path):
     out = tmp_path / "joined.csv"
     series = [Entry({"attention": str(mmt)}, label="MMT"), Entry({"attention": str(multi)}, label="MS")]
     manifest = str(write_manifest(tmp_path / "m.json", series))
-    assert main(["libovicky2018-join", "--manifest", manifest, "--csv", str(out)]) == 0
+    assert main(["libovicky2018-join", "--manifest", manifest, "--out", str(out)]) == 0
     joined = pd.read_csv(out)
     assert joined["label"].tolist() == ["MMT: en", "MMT: image", "MS: en", "MS: fr"]
     assert joined["share"].tolist() == [0.25, 0.75, 0.5, 0.5]
@@ -480,7 +480,7 @@ def test_a_systems_replicas_join_under_its_labels_and_the_figure_draws_their_ban
         series.append(Entry({"attention": str(path)}, seed=seed, label="MMT"))
     out = tmp_path / "joined.csv"
     manifest = str(write_manifest(tmp_path / "m.json", series))
-    assert main(["libovicky2018-join", "--manifest", manifest, "--csv", str(out)]) == 0
+    assert main(["libovicky2018-join", "--manifest", manifest, "--out", str(out)]) == 0
     joined = pd.read_csv(out)
     assert joined[["label", "seed"]].values.tolist() == [
         ["MMT: en", 1],

@@ -373,7 +373,7 @@ rule libovicky2018_attention_figure_data:
         manifest=manifest_text(lambda wc: LIBOVICKY2018.attention_manifest()),
     shell:
         with_manifest(
-            "nmtvariants libovicky2018-join --manifest {log.manifest:q} --csv {output:q} > {log.out:q} 2>&1"
+            "nmtvariants libovicky2018-join --manifest {log.manifest:q} --out {output:q} > {log.out:q} 2>&1"
         )
 
 
@@ -407,5 +407,5 @@ rule libovicky2018_table:
         with_manifest(
             "nmtvariants libovicky2018-table --manifest {log.manifest:q} --table {wildcards.table:q}"
             " {params.conditions:q} --title {params.title:q} --notes {params.notes:q}"
-            " --output {output.md:q} > {log.out:q} 2>&1"
+            " --out {output.md:q} > {log.out:q} 2>&1"
         )

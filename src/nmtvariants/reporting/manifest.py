@@ -26,8 +26,9 @@ it reads a result, and a failed table can be rebuilt by hand from the manifest k
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,28 @@ def manifest_inputs(entries: Iterable[Entry]) -> list[str]:
             beside = TRACKED_BESIDE.get(role)
             paths.append(str(Path(path).with_name(beside)) if beside else path)
     return list(dict.fromkeys(paths))
+
+
+def add_manifest_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    manifest: str,
+    func: Callable[[argparse.Namespace], Any],
+    out: str | None = "markdown table; its CSV and provenance JSON go beside it",
+) -> argparse.ArgumentParser:
+    """A table or figure-data command of the manifest convention: ``--manifest FILE`` (``manifest``:
+    what its entries hold) and ``--out FILE`` (``out``: what is written there; None: the command names
+    its outputs itself). Every study registers its table commands through it, so that they read their
+    inputs and name their output alike; the command adds its own options to the parser returned."""
+    parser = subparsers.add_parser(name, help=help)
+    parser.add_argument(
+        "--manifest", required=True, help=f"JSON manifest (nmtvariants.reporting.manifest): {manifest}"
+    )
+    if out is not None:
+        parser.add_argument("--out", required=True, help=out)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def read_manifest(path: PathLike, roles: Sequence[str] = (), names: Sequence[str] = ()) -> list[Entry]:

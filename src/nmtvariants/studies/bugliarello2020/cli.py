@@ -23,7 +23,7 @@ from typing import Any
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write
 from nmtvariants.reporting.deviations import applicable
-from nmtvariants.reporting.manifest import Entry, groups, read_manifest, toy_runs
+from nmtvariants.reporting.manifest import Entry, add_manifest_command, groups, read_manifest, toy_runs
 from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
@@ -151,24 +151,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     gold.add_argument("-o", "--output", required=True)
     gold.set_defaults(func=run_gold_parse)
 
-    table = subparsers.add_parser(
-        "bugliarello2020-table", help="PASCAL study: Table 1 (main) or 3 (ablation)"
+    table = add_manifest_command(
+        subparsers,
+        "bugliarello2020-table",
+        "PASCAL study: Table 1 (main) or 3 (ablation)",
+        "scores per replica, significance",
+        run_table,
     )
     table.add_argument("--table", choices=sorted(TITLES), required=True)
-    table.add_argument("--manifest", required=True, help="JSON manifest: scores per replica, significance")
-    table.add_argument("--out", required=True, help="markdown table; CSV and provenance beside it")
-    table.set_defaults(func=run_table)
-
-    length = subparsers.add_parser(
-        "bugliarello2020-length", help="PASCAL study, Figure 2: BLEU by source length as a long CSV"
+    add_manifest_command(
+        subparsers,
+        "bugliarello2020-length",
+        "PASCAL study, Figure 2: BLEU by source length as a long CSV",
+        "each system's length JSON",
+        run_length,
+        out="CSV: bucket, variant, bleu, n_sentences",
     )
-    length.add_argument("--manifest", required=True, help="JSON manifest: each system's length JSON")
-    length.add_argument("--out", required=True, help="CSV: bucket, variant, bleu, n_sentences")
-    length.set_defaults(func=run_length)
-
-    parser = subparsers.add_parser(
-        "bugliarello2020-parser-table", help="PASCAL study: UPOS/UAS/LAS of the offline Stanza parser(s)"
+    add_manifest_command(
+        subparsers,
+        "bugliarello2020-parser-table",
+        "PASCAL study: UPOS/UAS/LAS of the offline Stanza parser(s)",
+        "stanza-score JSON per language",
+        run_parser_table,
     )
-    parser.add_argument("--manifest", required=True, help="JSON manifest: stanza-score JSON per language")
-    parser.add_argument("--out", required=True, help="markdown table; CSV and provenance beside it")
-    parser.set_defaults(func=run_parser_table)

@@ -4,22 +4,22 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from nmtvariants.reporting.manifest import add_manifest_command
 from nmtvariants.reporting.tables import write_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    table = subparsers.add_parser(
-        "composition-table", help="a composed variant beside its parts and the baseline, over seeds"
-    )
-    table.add_argument(
-        "--manifest", type=Path, required=True, help="manifest file (nmtvariants.reporting.manifest)"
+    table = add_manifest_command(
+        subparsers,
+        "composition-table",
+        "a composed variant beside its parts and the baseline, over seeds",
+        "`scores`, `run`, `train_log` and `checkpoint` per variant, seed and test set;"
+        " `significance` but for the reference",
+        run_composition_table,
     )
     table.add_argument("--reference", required=True, help="the baseline variant (Δ and p against it)")
     table.add_argument("--title", required=True)
-    table.add_argument("--out", type=Path, required=True, help="markdown table (CSV beside it)")
-    table.set_defaults(func=run_composition_table)
 
 
 def run_composition_table(args: argparse.Namespace) -> None:

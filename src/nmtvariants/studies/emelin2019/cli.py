@@ -33,7 +33,7 @@ from nmtvariants.errors import InputError
 from nmtvariants.evaluation.results import read_scores_json
 from nmtvariants.fileio import atomic_write, read_lines, write_lines
 from nmtvariants.reporting.deviations import Deviation, applicable
-from nmtvariants.reporting.manifest import Entry, read_manifest, toy_runs
+from nmtvariants.reporting.manifest import Entry, add_manifest_command, read_manifest, toy_runs
 from nmtvariants.reporting.replicas import seeds_note
 from nmtvariants.reporting.results import UNRECORDED_SEED
 from nmtvariants.reporting.tables import write_table
@@ -244,74 +244,72 @@ def _note_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--note", help="a sentence appended to the table's notes")
 
 
-def _table_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="table (.md; .csv and .provenance.json beside it)")
-    parser.add_argument("--title", required=True)
-
-
-def _manifest_arg(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument(
-        "--manifest", required=True, help=f"JSON manifest (nmtvariants.reporting.manifest): {help}"
-    )
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    bleu = subparsers.add_parser("emelin2019-bleu", help="Emelin et al. Tables 1-3: BLEU per test set + mean")
-    _manifest_arg(bleu, "`scores` of every replica and test set, rows in its order")
-    bleu.add_argument(
+    # the study's tables: name -> (help, what the manifest holds, command, takes --note, takes --baseline)
+    tables = {
+        "emelin2019-bleu": (
+            "Emelin et al. Tables 1-3: BLEU per test set + mean",
+            "`scores` of every replica and test set, rows in its order",
+            run_bleu, False, False,
+        ),
+        "emelin2019-variants": (
+            "Emelin et al. Table 4: shortcut variants",
+            "`scores` of every replica and test set, the variant's switches in info",
+            run_variants, False, True,
+        ),
+        "emelin2019-params": (
+            "Emelin et al. Table 5: parameters and speed",
+            "`count` (count-params output) and `train_log` of each run",
+            run_params, True, True,
+        ),
+        "emelin2019-bootstrap": (
+            "sacreBLEU/chrF per test set, paired bootstrap against the baseline",
+            "`significance` of each variant and test set",
+            run_bootstrap, False, True,
+        ),
+        "emelin2019-probes": (
+            "lexical-probe accuracy by frequency bin or POS",
+            "`probes` (layer-probes CSV) of each variant",
+            run_probes, True, False,
+        ),
+        "emelin2019-gates": (
+            "shortcut gate activations per layer",
+            "`gates` (gate-stats CSV) of each variant",
+            run_gates, True, False,
+        ),
+        "emelin2019-contrawsd": (
+            "ContraWSD accuracy by sense, class",
+            "`contrawsd` JSON of each variant (rows named by its label)",
+            run_contrawsd, True, False,
+        ),
+    }  # fmt: skip
+    parsers = {}
+    for name, (help, manifest, func, note, baseline) in tables.items():
+        parser = parsers[name] = add_manifest_command(subparsers, name, help, manifest, func)
+        parser.add_argument("--title", required=True)
+        if note:
+            _note_arg(parser)
+        if baseline:
+            parser.add_argument("--baseline", default="baseline")
+    parsers["emelin2019-bleu"].add_argument(
         "--mean-testsets",
         nargs="+",
         help="average over exactly these test sets (Table 3: Table 1's); default: every test set scored",
     )
-    _table_args(bleu)
-    bleu.set_defaults(func=run_bleu)
-
-    variants = subparsers.add_parser("emelin2019-variants", help="Emelin et al. Table 4: shortcut variants")
-    _manifest_arg(variants, "`scores` of every replica and test set, the variant's switches in info")
-    variants.add_argument("--baseline", default="baseline")
-    _table_args(variants)
-    variants.set_defaults(func=run_variants)
-
-    params = subparsers.add_parser("emelin2019-params", help="Emelin et al. Table 5: parameters and speed")
-    _manifest_arg(params, "`count` (count-params output) and `train_log` of each run")
-    params.add_argument("--baseline", default="baseline")
-    _note_arg(params)
-    _table_args(params)
-    params.set_defaults(func=run_params)
-
-    boot = subparsers.add_parser(
-        "emelin2019-bootstrap", help="sacreBLEU/chrF per test set, paired bootstrap against the baseline"
+    parsers["emelin2019-probes"].add_argument(
+        "--group-kind", required=True, help="frequency_bin, or a grouping such as pos"
     )
-    _manifest_arg(boot, "`significance` of each variant and test set")
-    boot.add_argument("--baseline", default="baseline")
-    _table_args(boot)
-    boot.set_defaults(func=run_bootstrap)
 
-    probes = subparsers.add_parser("emelin2019-probes", help="lexical-probe accuracy by frequency bin or POS")
-    _manifest_arg(probes, "`probes` (layer-probes CSV) of each variant")
-    probes.add_argument("--group-kind", required=True, help="frequency_bin, or a grouping such as pos")
-    _note_arg(probes)
-    _table_args(probes)
-    probes.set_defaults(func=run_probes)
-
-    gates = subparsers.add_parser("emelin2019-gates", help="shortcut gate activations per layer")
-    _manifest_arg(gates, "`gates` (gate-stats CSV) of each variant")
-    _note_arg(gates)
-    _table_args(gates)
-    gates.set_defaults(func=run_gates)
-
-    wsd = subparsers.add_parser("emelin2019-contrawsd", help="ContraWSD accuracy by sense, class")
-    _manifest_arg(wsd, "`contrawsd` JSON of each variant (rows named by its label)")
-    _note_arg(wsd)
-    _table_args(wsd)
-    wsd.set_defaults(func=run_contrawsd)
-
-    curves = subparsers.add_parser("emelin2019-curves", help="the long CSV of a per-layer figure")
-    _manifest_arg(curves, "`probes` (accuracy) or `similarity` (cosine) CSVs")
+    curves = add_manifest_command(
+        subparsers,
+        "emelin2019-curves",
+        "the long CSV of a per-layer figure",
+        "`probes` (accuracy) or `similarity` (cosine) CSVs",
+        run_curves,
+        out="figure CSV",
+    )
     curves.add_argument("--value", required=True, choices=tuple(CURVE_ROLES), help="the figure's y column")
     curves.add_argument("--side", required=True, choices=("encoder", "decoder"))
-    curves.add_argument("--out", required=True, help="figure CSV")
-    curves.set_defaults(func=run_curves)
 
     pos = subparsers.add_parser("emelin2019-pos", help="UPOS per BPE token from a parse or word tags")
     annotation = pos.add_mutually_exclusive_group(required=True)

@@ -19,6 +19,8 @@ import json
 import logging
 from pathlib import Path
 
+from nmtvariants.reporting.manifest import add_manifest_command
+
 log = logging.getLogger(__name__)
 
 
@@ -38,17 +40,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", type=Path, required=True)
     p.set_defaults(func=run_attention)
 
-    p = subparsers.add_parser("libovicky2018-join", help="long CSVs joined under a series column")
-    p.add_argument("--manifest", required=True, help="JSON manifest: `attention` CSVs, each labelled")
-    p.add_argument("--csv", type=Path, required=True)
-    p.set_defaults(func=run_join)
+    add_manifest_command(
+        subparsers,
+        "libovicky2018-join",
+        "long CSVs joined under a series column",
+        "`attention` CSVs, each labelled",
+        run_join,
+        out="the joined CSV",
+    )
 
-    p = subparsers.add_parser("libovicky2018-table", help="Table 1 or 2: clean and adversarial scores")
-    p.add_argument(
-        "--manifest",
-        required=True,
-        help="JSON manifest: per replica (training seed) of each row, `clean` scores and for a "
-        "multi-input system the `adversarial` summary; the replicas of one system share its row",
+    p = add_manifest_command(
+        subparsers,
+        "libovicky2018-table",
+        "Table 1 or 2: clean and adversarial scores",
+        "per replica (training seed) of each row, `clean` scores and for a multi-input system the "
+        "`adversarial` summary; the replicas of one system share its row",
+        run_table,
     )
     p.add_argument(
         "--table",
@@ -65,8 +72,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--title", required=True)
     p.add_argument("--notes", default="")
-    p.add_argument("--output", type=Path, required=True, help="table .md (CSV and provenance beside it)")
-    p.set_defaults(func=run_table)
     add_images_parser(subparsers)
 
 
@@ -118,7 +123,7 @@ def run_join(args: argparse.Namespace) -> int:
     )
     if "memory" in joined.columns:  # the figure draws one line per series and memory
         joined["label"] = joined["series"] + ": " + joined["memory"].astype(str)
-    write_csv(joined, args.csv)
+    write_csv(joined, args.out)
     return 0
 
 
@@ -156,7 +161,7 @@ def run_table(args: argparse.Namespace) -> int:
     frame, markdown, seen = adversarial_table(systems, where=clean)
     write_table(
         frame,
-        args.output,
+        args.out,
         args.title,
         f"{args.notes} {seeds_note(seen, toy_runs(entries))}".strip(),
         sources=[*clean, *(entry.files["adversarial"] for entry in entries if "adversarial" in entry.files)],

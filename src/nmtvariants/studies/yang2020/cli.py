@@ -20,6 +20,7 @@ from typing import Any
 
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
+from nmtvariants.reporting.manifest import add_manifest_command
 
 TABLES = {
     "layouts": (
@@ -70,26 +71,26 @@ def hansards_note(corpora: list[str]) -> str:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    tb = subparsers.add_parser(
-        "yang2020-table", help="Yang et al. 2020: Table 1, 2 or 4 (md, csv, provenance)"
+    tb = add_manifest_command(
+        subparsers,
+        "yang2020-table",
+        "Yang et al. 2020: Table 1, 2 or 4 (md, csv, provenance)",
+        "`scores` per replica and test set (simplified: also checkpoint, train_log, decode_speed); "
+        "kind aer: `layer_aer` per replica (system and seed), info gold and corpus",
+        run_table,
     )
     tb.add_argument("--kind", choices=tuple(TABLES), required=True)
-    tb.add_argument(
-        "--manifest",
-        required=True,
-        help="JSON manifest: `scores` per replica and test set (simplified: also checkpoint, train_log,"
-        " decode_speed); kind aer: `layer_aer` per replica (system and seed), info gold and corpus",
-    )
-    tb.add_argument("--out", required=True, help="markdown table; the CSV and provenance go beside it")
-    tb.set_defaults(func=run_table)
 
-    fg = subparsers.add_parser(
-        "yang2020-figure-data", help="Yang et al. 2020: the long CSVs of Figures 3, 8, 10 or 4-7"
+    fg = add_manifest_command(
+        subparsers,
+        "yang2020-figure-data",
+        "Yang et al. 2020: the long CSVs of Figures 3, 8, 10 or 4-7",
+        "`probes` or `layer_aer` per system",
+        run_figure_data,
+        out=None,
     )
     fg.add_argument("--kind", choices=tuple(FIGURE_ROLES), required=True)
-    fg.add_argument("--manifest", required=True, help="JSON manifest: `probes` or `layer_aer` per system")
     fg.add_argument("--outdir", required=True, help="results/figures/yang2020")
-    fg.set_defaults(func=run_figure_data)
 
     sp = subparsers.add_parser(
         "yang2020-decode-speed", help="beam-search sentences/s of several models, timed in alternating rounds"

@@ -34,8 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
-PEERS = Path(__file__).resolve().parents[2] / "shared" / "peers"
 REPO = Path(__file__).resolve().parents[1]
+# the peers' scripts; NMTV_PEERS moves them (a worktree of benchmarks/ab.py has no shared/ beside it)
+PEERS = Path(os.environ.get("NMTV_PEERS", REPO.parent / "shared" / "peers"))
 RESULTS = REPO / "benchmarks" / "results"
 # The peers' fixed-length decode figures on this machine (peers/README.md, median of 3 rounds, beam 5
 # except the plain-PyTorch reference, which is greedy), quoted for comparison.

@@ -135,7 +135,6 @@ def _search(
     fin_count = torch.zeros(batch, dtype=torch.long, device=device)
 
     n_cand = min(2 * k, k * vocab)
-    row_cand = min(n_cand, vocab)  # each beam's own best; k * row_cand >= n_cand
     rank = torch.arange(n_cand, device=device)
     beam_offsets = torch.arange(batch, device=device)[:, None] * k
     not_eos = torch.ones(vocab, dtype=torch.bool, device=device)
@@ -146,27 +145,22 @@ def _search(
     for t in range(steps):
         live = alive.numel()
         logits = model.decode(tokens[:, t : t + 1], memories, cache, aux)[:, 0].float()
-        # log p = logit - logsumexp: the normaliser over the whole vocabulary, before any ban
-        normaliser = torch.logsumexp(logits, dim=-1, keepdim=True)
-        logits = logits.view(live, k, vocab)
-        logits[:, :, PAD_ID] = float("-inf")
-        logits[:, :, BOS_ID] = float("-inf")
+        cand = torch.log_softmax(logits, dim=-1).view(live, k, vocab)
+        cand.add_(scores[:, :, None])  # in place: no second [rows, V] tensor
+        cand[:, :, PAD_ID] = float("-inf")
+        cand[:, :, BOS_ID] = float("-inf")
         forced = None
         if t >= min_limit:
             forced = limit <= t  # [live]
-            eos = logits[:, :, EOS_ID].clone()
-            logits.masked_fill_(forced[:, None, None] & not_eos, float("-inf"))
+            eos = cand[:, :, EOS_ID].clone()
+            cand.masked_fill_(forced[:, None, None] & not_eos, float("-inf"))
         if t < min_len:
             banned_eos = neg_inf if forced is None else torch.where(forced[:, None], eos, neg_inf)
-            logits[:, :, EOS_ID] = banned_eos
-        # The sentence's best n_cand of beam x vocabulary are among each beam's own best n_cand (a
-        # beam adds one score to all its tokens), so select per row first: the beam-wide top-k then
-        # ranks k * n_cand candidates instead of k * V, and no [rows, V] log-probability tensor is made.
-        row_best, row_token = logits.view(live * k, vocab).topk(row_cand, dim=1)
-        cand = (row_best - normaliser).view(live, k, row_cand) + scores[:, :, None]
-        top_scores, top_index = cand.view(live, k * row_cand).topk(n_cand, dim=1)
-        top_beam = top_index // row_cand
-        top_token = row_token.view(live, k * row_cand).gather(1, top_index)
+            cand[:, :, EOS_ID] = banned_eos
+        cand = cand.view(live, k * vocab)
+        top_scores, top_index = cand.topk(n_cand, dim=1)
+        top_beam = top_index // vocab
+        top_token = top_index % vocab
         is_eos = top_token == EOS_ID
         finite = top_scores > float("-inf")
 

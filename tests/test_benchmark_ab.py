@@ -4,16 +4,15 @@ two commits hold known "speeds", so the expected ratios are known exactly."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from benchmark_loader import load_benchmark
+
 REPO = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location("ab_harness", REPO / "benchmarks" / "ab.py")
-ab = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(ab)
+ab = load_benchmark("ab")
 
 COMMAND = (
     f"{sys.executable} -c 'import json, sys; "

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
+from benchmark_loader import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "cpu_gemm.py"
-
-
-def load():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("cpu_gemm", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+bench = load_benchmark("cpu_gemm")
 
 
 @pytest.mark.parametrize("backend", ["torch_mm", "onednn_linear", "numpy"])
 def test_each_backend_multiplies_as_a_linear_layer(backend):
-    bench = load()
     if not bench.available(backend):
         pytest.skip(f"{backend} is not in this torch build")  # the benchmark then leaves it out too
     x, weight = bench.operands(37, 19, 23)
@@ -35,7 +23,6 @@ def test_each_backend_multiplies_as_a_linear_layer(backend):
 
 
 def test_the_table_gives_rates_and_ratios_to_torch():
-    bench = load()
     row = {"what": "FFN in", "rows": 4, "in": 2, "out": 3}
     row["gflops"] = {"torch_mm": 50.0, "numpy": 75.0}
     row["ratios"] = {"torch_mm": [1.0, 1.0], "numpy": [1.4, 1.6]}

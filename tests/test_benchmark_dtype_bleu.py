@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "dtype_bleu.py"
+from benchmark_loader import load_benchmark
 
-
-def load():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("dtype_bleu", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+bench = load_benchmark("dtype_bleu")
 
 
 def test_the_table_gives_each_dtype_its_difference_to_float32():
-    bench = load()
     meta = {"date": "2026-11-27", "checkpoint": "m.pt", "about": "a model", "source": "t.en", "cpu": "cpu"}
     meta.update(beam=5, alpha=1.0, threads=1)
     records = [
@@ -34,7 +24,6 @@ def test_the_table_gives_each_dtype_its_difference_to_float32():
 
 
 def test_the_record_and_its_table_are_written_side_by_side(tmp_path):
-    load()  # puts benchmarks/ on the path
     from result_files import write_record
 
     results, record = tmp_path / "results", {"meta": {"date": "2026-11-27"}, "records": []}

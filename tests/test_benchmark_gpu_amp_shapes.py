@@ -3,15 +3,9 @@ ratios, against values worked by hand."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from benchmark_loader import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_amp_shapes.py"
-spec = importlib.util.spec_from_file_location("gpu_amp_shapes", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = bench
-spec.loader.exec_module(bench)
+bench = load_benchmark("gpu_amp_shapes")
 
 
 def test_the_shape_stream_is_seeded_fills_the_batch_and_varies_only_when_asked():

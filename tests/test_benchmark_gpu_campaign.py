@@ -5,20 +5,16 @@ among them), so that what the GPU machine trains is what the workflow would have
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import yaml
+from benchmark_loader import load_benchmark
 
 from nmtvariants.config import training_runs, with_defaults
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location(
-    "gpu_campaign", REPO / "benchmarks" / "multi30k_gpu_campaign.py"
-)
-campaign = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(campaign)
+campaign = load_benchmark("multi30k_gpu_campaign")
 
 
 def test_the_plan_is_the_workflows_runs_with_every_file_they_read():

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from benchmark_loader import BENCHMARKS, load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "toy_train_profile.py"
-
-
-def load():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("toy_train_profile", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+bench = load_benchmark("toy_train_profile")
 
 
 def record(ms: float) -> dict:
@@ -35,7 +26,6 @@ def record(ms: float) -> dict:
 
 
 def test_groups_rates_and_the_floor_by_hand():
-    bench = load()
     seconds = bench.grouped(record(50.0))
     assert seconds["matrix products"] == pytest.approx(2.0)
     assert seconds["attention kernels"] == pytest.approx(1.0)
@@ -55,7 +45,6 @@ def test_groups_rates_and_the_floor_by_hand():
 
 
 def test_one_worker_run_times_and_profiles_real_updates(tmp_path):
-    load()
     from nmtvariants.data.vocab import Vocabulary
 
     source = [" ".join(f"w{(i * 7 + j) % 40}" for j in range(3 + i % 5)) for i in range(300)]
@@ -70,8 +59,17 @@ def test_one_worker_run_times_and_profiles_real_updates(tmp_path):
         "train": {"batch_tokens": 256, "seed": 1, "max_updates": 1600},
     }
     (tmp_path / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(SCRIPT.parents[1] / "src"), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, str(SCRIPT), "--worker", "settings.json", "--warm", "2", "--timed", "3"]
+    env = {**os.environ, "PYTHONPATH": str(BENCHMARKS.parent / "src"), "OMP_NUM_THREADS": "1"}
+    command = [
+        sys.executable,
+        str(BENCHMARKS / "toy_train_profile.py"),
+        "--worker",
+        "settings.json",
+        "--warm",
+        "2",
+        "--timed",
+        "3",
+    ]
     done = subprocess.run(
         [*command, "--profiled", "2"], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
     )

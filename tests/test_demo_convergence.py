@@ -4,17 +4,13 @@ demo with three seeds merges into the default config as Snakemake merges it."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_loader import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location("demo_convergence", REPO / "benchmarks" / "demo_convergence.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules["demo_convergence"] = demo
-SPEC.loader.exec_module(demo)
+demo = load_benchmark("demo_convergence")
 
 
 def record(variant: str, seed: int, bleu: float, change: float = 0.01) -> dict:

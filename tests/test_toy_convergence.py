@@ -5,18 +5,14 @@ on a hand-written training log; nothing is trained."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_loader import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location("toy_convergence", REPO / "benchmarks" / "toy_convergence.py")
-toy = importlib.util.module_from_spec(SPEC)
-sys.modules["toy_convergence"] = toy  # dataclasses look their module up there
-SPEC.loader.exec_module(toy)
+toy = load_benchmark("toy_convergence")
 
 HEADER = (
     "update,epoch,split,loss,nll,ppl,lr,tokens,tok_per_s,elapsed_s,"

@@ -236,6 +236,25 @@ def test_the_source_reader_follows_subparsers_into_helpers_and_skips_nested_comm
     assert registered_names(source) == ["top", "t", "tp", "helper"]
 
 
+def test_the_source_reader_takes_a_helper_calls_literal_name_after_subparsers():
+    source = textwrap.dedent(
+        """
+        from nmtvariants.reporting.manifest import add_manifest_command
+
+        def add_parser(subparsers):
+            add_manifest_command(subparsers, "imported-helper", "help", "manifest", run)
+            _table(subparsers, "own-helper", "help")
+            _table(subparsers, NAME, "help")
+            log(subparsers, 3)
+            other("not-a-command", subparsers)
+
+        def _table(subparsers, name, help):
+            return add_manifest_command(subparsers, name, help, "manifest", run)
+        """
+    )
+    assert registered_names(source) == ["imported-helper", "own-helper"]
+
+
 def write_lazy_package(root: Path, package: str) -> None:
     """Stages whose imports leave a trace in sys.modules, one with a command name the source
     reader cannot see, one that fails to import."""

@@ -87,7 +87,9 @@ def registered_names(source: str) -> list[str]:
 
     Follows ``subparsers`` from the first parameter of the module-level ``add_parser`` into the
     module-level helpers it is passed to (``add_images_parser(subparsers)``), and keeps the string
-    literals of ``<that name>.add_parser("name", aliases=[...])``. Nested sub-commands
+    literals of ``<that name>.add_parser("name", aliases=[...])`` and of any helper call that takes
+    it first and the name second (``add_manifest_command(subparsers, "name", ...)``, the table
+    commands' registration, :func:`nmtvariants.reporting.manifest.add_manifest_command`). Nested sub-commands
     (``actions = parser.add_subparsers(); actions.add_parser("apply")``) are on another object and
     are not commands. A name built at run time is not seen: the caller falls back to the full parser
     for any command missing from the index.
@@ -118,12 +120,22 @@ def registered_names(source: str) -> list[str]:
             ):
                 names.extend(_literal_names(node))
             elif isinstance(func, ast.Name):
+                if _passes_first(node, target) and _is_text(node.args[1:2]):
+                    names.append(node.args[1].value)  # a registration helper: (subparsers, "name", ...)
                 for index, argument in enumerate(node.args):
                     if isinstance(argument, ast.Name) and argument.id == target:
                         visit(func.id, index)
 
     visit("add_parser", 0)
     return names
+
+
+def _passes_first(call: ast.Call, target: str) -> bool:
+    return bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == target
+
+
+def _is_text(arguments: list[ast.expr]) -> bool:
+    return bool(arguments) and isinstance(arguments[0], ast.Constant) and isinstance(arguments[0].value, str)
 
 
 def _literal_names(call: ast.Call) -> list[str]:

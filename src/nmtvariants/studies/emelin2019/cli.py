@@ -244,60 +244,87 @@ def _note_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--note", help="a sentence appended to the table's notes")
 
 
+def _table_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    manifest: str,
+    func,
+    note: bool = False,
+    baseline: bool = False,
+) -> argparse.ArgumentParser:
+    """One of the study's tables: the manifest convention, a title, and a note or a baseline."""
+    parser = add_manifest_command(subparsers, name, help, manifest, func)
+    parser.add_argument("--title", required=True)
+    if note:
+        _note_arg(parser)
+    if baseline:
+        parser.add_argument("--baseline", default="baseline")
+    return parser
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    # the study's tables: name -> (help, what the manifest holds, command, takes --note, takes --baseline)
-    tables = {
-        "emelin2019-bleu": (
-            "Emelin et al. Tables 1-3: BLEU per test set + mean",
-            "`scores` of every replica and test set, rows in its order",
-            run_bleu, False, False,
-        ),
-        "emelin2019-variants": (
-            "Emelin et al. Table 4: shortcut variants",
-            "`scores` of every replica and test set, the variant's switches in info",
-            run_variants, False, True,
-        ),
-        "emelin2019-params": (
-            "Emelin et al. Table 5: parameters and speed",
-            "`count` (count-params output) and `train_log` of each run",
-            run_params, True, True,
-        ),
-        "emelin2019-bootstrap": (
-            "sacreBLEU/chrF per test set, paired bootstrap against the baseline",
-            "`significance` of each variant and test set",
-            run_bootstrap, False, True,
-        ),
-        "emelin2019-probes": (
-            "lexical-probe accuracy by frequency bin or POS",
-            "`probes` (layer-probes CSV) of each variant",
-            run_probes, True, False,
-        ),
-        "emelin2019-gates": (
-            "shortcut gate activations per layer",
-            "`gates` (gate-stats CSV) of each variant",
-            run_gates, True, False,
-        ),
-        "emelin2019-contrawsd": (
-            "ContraWSD accuracy by sense, class",
-            "`contrawsd` JSON of each variant (rows named by its label)",
-            run_contrawsd, True, False,
-        ),
-    }  # fmt: skip
-    parsers = {}
-    for name, (help, manifest, func, note, baseline) in tables.items():
-        parser = parsers[name] = add_manifest_command(subparsers, name, help, manifest, func)
-        parser.add_argument("--title", required=True)
-        if note:
-            _note_arg(parser)
-        if baseline:
-            parser.add_argument("--baseline", default="baseline")
-    parsers["emelin2019-bleu"].add_argument(
+    bleu = _table_command(
+        subparsers,
+        "emelin2019-bleu",
+        "Emelin et al. Tables 1-3: BLEU per test set + mean",
+        "`scores` of every replica and test set, rows in its order",
+        run_bleu,
+    )
+    bleu.add_argument(
         "--mean-testsets",
         nargs="+",
         help="average over exactly these test sets (Table 3: Table 1's); default: every test set scored",
     )
-    parsers["emelin2019-probes"].add_argument(
-        "--group-kind", required=True, help="frequency_bin, or a grouping such as pos"
+    _table_command(
+        subparsers,
+        "emelin2019-variants",
+        "Emelin et al. Table 4: shortcut variants",
+        "`scores` of every replica and test set, the variant's switches in info",
+        run_variants,
+        baseline=True,
+    )
+    _table_command(
+        subparsers,
+        "emelin2019-params",
+        "Emelin et al. Table 5: parameters and speed",
+        "`count` (count-params output) and `train_log` of each run",
+        run_params,
+        note=True,
+        baseline=True,
+    )
+    _table_command(
+        subparsers,
+        "emelin2019-bootstrap",
+        "sacreBLEU/chrF per test set, paired bootstrap against the baseline",
+        "`significance` of each variant and test set",
+        run_bootstrap,
+        baseline=True,
+    )
+    probes = _table_command(
+        subparsers,
+        "emelin2019-probes",
+        "lexical-probe accuracy by frequency bin or POS",
+        "`probes` (layer-probes CSV) of each variant",
+        run_probes,
+        note=True,
+    )
+    probes.add_argument("--group-kind", required=True, help="frequency_bin, or a grouping such as pos")
+    _table_command(
+        subparsers,
+        "emelin2019-gates",
+        "shortcut gate activations per layer",
+        "`gates` (gate-stats CSV) of each variant",
+        run_gates,
+        note=True,
+    )
+    _table_command(
+        subparsers,
+        "emelin2019-contrawsd",
+        "ContraWSD accuracy by sense, class",
+        "`contrawsd` JSON of each variant (rows named by its label)",
+        run_contrawsd,
+        note=True,
     )
 
     curves = add_manifest_command(

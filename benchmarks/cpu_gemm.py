@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from decode_ct2 import cpu_model
 from result_files import write_record
+
+from nmtvariants.reporting.report import cpu_model
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 # (what the product is, rows, in, out)

@@ -30,7 +30,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import resource
 import shlex
 import statistics
@@ -48,25 +47,6 @@ RESULTS = REPO / "benchmarks" / "results"
 OURS = ("ours_fp32", "ours_bf16", "ours_int8")
 CT2 = ("ct2_float32", "ct2_int8", "ct2_int8_float32")
 MODES = OURS + CT2
-
-
-def cpu_model() -> str:
-    """/proc/cpuinfo's model name with family and model (a virtual machine may say only "AMD EPYC")."""
-    fields: dict[str, str] = {}
-    with open("/proc/cpuinfo") as handle:
-        for line in handle:
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    if "model name" not in fields:
-        return platform.processor() or platform.machine()
-    flags = set(fields.get("flags", "").split())
-    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
-    present = [name for name in wanted if name in flags]
-    absent = [name for name in wanted if name not in flags]
-    return (
-        f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}; "
-        f"has {', '.join(present) or 'none of ' + ', '.join(wanted)}; lacks {', '.join(absent) or '-'})"
-    )
 
 
 # --------------------------------------------------------------------------- preparation (driver)
@@ -443,6 +423,8 @@ def main() -> None:
             cmd += ["--length", str(args.length)]
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             profile = {"mode": args.profile, **json.loads(proc.stdout.strip().splitlines()[-1])}
+    from nmtvariants.reporting.report import cpu_model
+
     summary = summarise(runs, modes)
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M"),

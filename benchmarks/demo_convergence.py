@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import statistics
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ from snakemake.utils import update_config
 
 from nmtvariants.config import content_id, experiment_replicas, run_settings, with_defaults
 from nmtvariants.layout import run_folder, scores_file
+from nmtvariants.reporting.report import cpu_model
 from nmtvariants.studies.libovicky2018.plan import Libovicky2018Plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,16 +156,6 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
-
-
 def recorded_command(args: argparse.Namespace) -> str:
     """The command line that made the result, with the long texts (the workflow's command, printed
     beside it, and the notes, printed above the tables) shortened to ``...``."""
@@ -198,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         })  # fmt: skip
     result = {
         "date": args.date,
-        "machine": machine(),
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores",
         "command": recorded_command(args),
         "workflow_command": args.workflow_command,
         "notes": args.note,

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from decode_ct2 import cpu_model
 from result_files import write_record
+
+from nmtvariants.reporting.report import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

@@ -57,15 +57,36 @@ def git_commit(repo: str | os.PathLike[str]) -> str:
     return describe(state) if state["commit"] != UNKNOWN else "unknown (not a git checkout)"
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+# The instruction sets that decide which kernels a CPU runs (bf16 autocast is fast only with
+# avx512_bf16 or AMX): a figure is comparable only with figures from a CPU of the same set.
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU as /proc/cpuinfo names it, with its family, model and :data:`CPU_FLAGS`.
+
+    A virtual machine may give only "AMD EPYC" as the model name, and two such machines (a Zen 3
+    without AVX-512 and a Zen 4 with it) then differ by several times in bf16 speed: the family and
+    model numbers and the flags tell them apart. ``cpuinfo``: the file's text (default: read it)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                cpuinfo = handle.read()
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())  # the first processor's
+    if "model name" not in fields:
+        return platform.processor() or platform.machine()
+    flags = set(fields.get("flags", "").split())
+    present = [name for name in CPU_FLAGS if name in flags]
+    absent = [name for name in CPU_FLAGS if name not in flags]
+    return (
+        f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}; "
+        f"has {', '.join(present) or 'none of ' + ', '.join(CPU_FLAGS)}; lacks {', '.join(absent) or '-'})"
+    )
 
 
 def hardware_info() -> dict[str, Any]:

@@ -26,7 +26,6 @@ import csv
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -149,12 +148,9 @@ def timed(command: list[str], log: Path, cwd: Path) -> dict:
 
 
 def machine() -> str:
-    model = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")),
-        platform.machine(),
-    )  # fmt: skip
-    return f"{os.cpu_count()}-core {model}"
+    from nmtvariants.reporting.report import cpu_model
+
+    return f"{os.cpu_count()}-core {cpu_model()}"
 
 
 def git_commit() -> str:
@@ -261,7 +257,8 @@ def run(args: argparse.Namespace) -> None:
     config = work / "config.yaml"
     config.write_text(yaml.safe_dump(rehearsal_config(mirror), sort_keys=False))
     snakemake = [
-        "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(work), "--configfile", str(config),
+        sys.executable, str(REPO / "benchmarks" / "snakemake_sampled.py"), "-s", str(REPO / "Snakefile"),
+        "-d", str(work), "--configfile", str(config),
         "--cores", str(args.cores), "--scheduler", "greedy", *targets(),
     ]  # fmt: skip
     workflow = timed(snakemake, work / "snakemake.out", REPO)
@@ -276,7 +273,8 @@ def run(args: argparse.Namespace) -> None:
         generate_seconds=generated,
         workflow=workflow,
         workflow_command=(
-            f"snakemake -s Snakefile -d <work> --configfile <work>/config.yaml --cores {args.cores}"
+            "python benchmarks/snakemake_sampled.py -s Snakefile -d <work> --configfile <work>/config.yaml"
+            f" --cores {args.cores}"
             " --scheduler greedy " + " ".join(targets())
         ),
         binarize=binarised,
@@ -324,7 +322,8 @@ def fit_stages(records: list[dict]) -> dict[str, dict]:
             if job.get("input_mb"):
                 per_pair = job["input_mb"] / record["corpus"]["pairs"]
                 # CPU seconds, not wall: the machine was shared, and a job's CPU time is what a core
-                # of its own would take (Snakemake samples it every 0.5 s for 15 s, then every 30 s)
+                # of its own would take (sampled every second: snakemake_sampled.py; runs recorded
+                # before 2026-11-27 were sampled every 30 s after 15 s and lost up to 30 s a job)
                 seconds = job["cpu_seconds"] or job["seconds"]
                 points.setdefault(job["rule"], []).append(
                     (job["input_mb"], seconds, job["max_rss_mb"] or 0.0, per_pair)

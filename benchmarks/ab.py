@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repo", type=Path, default=REPO, help="the git repository of the commits")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command template")
     args = parser.parse_args(argv)
-    from nmtvariants.reporting.report import cpu_model
+    from nmtvariants.hardware import cpu_model
 
     template = " ".join(word for word in args.command if word != "--").strip()
     if len(args.side) != 2 or not template:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from result_files import write_record
 
-from nmtvariants.reporting.report import cpu_model
+from nmtvariants.hardware import cpu_model
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 # (what the product is, rows, in, out)

@@ -423,7 +423,7 @@ def main() -> None:
             cmd += ["--length", str(args.length)]
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
             profile = {"mode": args.profile, **json.loads(proc.stdout.strip().splitlines()[-1])}
-    from nmtvariants.reporting.report import cpu_model
+    from nmtvariants.hardware import cpu_model
 
     summary = summarise(runs, modes)
     meta = {

@@ -34,8 +34,8 @@ import yaml
 from snakemake.utils import update_config
 
 from nmtvariants.config import content_id, experiment_replicas, run_settings, with_defaults
+from nmtvariants.hardware import cpu_model
 from nmtvariants.layout import run_folder, scores_file
-from nmtvariants.reporting.report import cpu_model
 from nmtvariants.studies.libovicky2018.plan import Libovicky2018Plan
 
 REPO = Path(__file__).resolve().parents[1]

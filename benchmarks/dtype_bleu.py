@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from result_files import write_record
 
-from nmtvariants.reporting.report import cpu_model
+from nmtvariants.hardware import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

@@ -148,7 +148,7 @@ def timed(command: list[str], log: Path, cwd: Path) -> dict:
 
 
 def machine() -> str:
-    from nmtvariants.reporting.report import cpu_model
+    from nmtvariants.hardware import cpu_model
 
     return f"{os.cpu_count()}-core {cpu_model()}"
 

@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         })  # fmt: skip
     import torch
 
-    from nmtvariants.reporting.report import cpu_model
+    from nmtvariants.hardware import cpu_model
 
     result = {
         "benchmark": "toy_convergence",

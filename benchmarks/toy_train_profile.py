@@ -38,7 +38,7 @@ from pathlib import Path
 import yaml
 from result_files import write_record
 
-from nmtvariants.reporting.report import cpu_model
+from nmtvariants.hardware import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

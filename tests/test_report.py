@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -32,9 +31,7 @@ from nmtvariants.reporting.figures import layer_figure, save_png
 from nmtvariants.reporting.report import (
     build_report,
     config_hash,
-    cpu_model,
     git_commit,
-    hardware_info,
     manifest_entries,
 )
 from nmtvariants.training.checkpoints import load_checkpoint, save_checkpoint
@@ -376,43 +373,6 @@ def test_git_commit_matches_git_and_marks_local_edits(tmp_path):
     (tmp_path / "README").write_text("edited\n", encoding="utf-8")
     assert git_commit(tmp_path) == head + "+dirty"
     assert git_commit(Path("/")).startswith("unknown")
-
-
-def test_hardware_info_reports_this_machine():
-    info = hardware_info()
-    cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    model = next(
-        line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")
-    )
-    assert info["cpu"].startswith(f"{model} (family ")
-    assert info["cores"] == os.cpu_count()
-    assert info["torch"] == torch.__version__
-    assert info["gpus"] == [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-
-
-ZEN4_CPUINFO = """processor\t: 0
-vendor_id\t: AuthenticAMD
-cpu family\t: 25
-model\t\t: 17
-model name\t: AMD EPYC
-flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni
-processor\t: 1
-model name\t: another core's line, not read
-"""
-
-
-def test_cpu_model_tells_two_cpus_of_one_model_name_apart():
-    """A virtual machine's "AMD EPYC" is a Zen 3 or a Zen 4: family, model and flags say which."""
-    assert cpu_model(ZEN4_CPUINFO) == (
-        "AMD EPYC (family 25, model 17; has avx2, avx512f, avx512_vnni, avx512_bf16; lacks amx_bf16)"
-    )
-    zen3 = ZEN4_CPUINFO.replace("model\t\t: 17", "model\t\t: 1").replace(
-        " avx512f avx512_bf16 avx512_vnni", ""
-    )
-    assert cpu_model(zen3) == (
-        "AMD EPYC (family 25, model 1; has avx2; lacks avx512f, avx512_vnni, avx512_bf16, amx_bf16)"
-    )
-    assert cpu_model("") == (platform.processor() or platform.machine())
 
 
 def test_manifest_errors_name_the_file_and_line(tmp_path):

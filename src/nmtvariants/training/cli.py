@@ -133,8 +133,8 @@ def write_run_summary(outdir: Path, result) -> None:
     """``run.json`` beside the model: where, how far and with which code (commit, dirty flag) it
     trained, and whether its validation perplexity levelled off; the report cites all three."""
     from nmtvariants.evaluation.results import write_json
+    from nmtvariants.hardware import hardware_info
     from nmtvariants.provenance import provenance
-    from nmtvariants.reporting.report import hardware_info
     from nmtvariants.training.plateau import plateau_record
 
     train_log = Path(outdir) / "train_log.csv"

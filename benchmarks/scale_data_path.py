@@ -322,7 +322,7 @@ def fit_stages(records: list[dict]) -> dict[str, dict]:
             if job.get("input_mb"):
                 per_pair = job["input_mb"] / record["corpus"]["pairs"]
                 # CPU seconds, not wall: the machine was shared, and a job's CPU time is what a core
-                # of its own would take (sampled every second: snakemake_sampled.py; runs recorded
+                # of its own would take (sampled every 0.1 s: snakemake_sampled.py; runs recorded
                 # before 2026-11-27 were sampled every 30 s after 15 s and lost up to 30 s a job)
                 seconds = job["cpu_seconds"] or job["seconds"]
                 points.setdefault(job["rule"], []).append(

@@ -21,8 +21,8 @@ def test_sample_every_sets_the_interval_that_the_executor_uses():
     function = snakemake.benchmark.benchmarked.__wrapped__
     before = function.__defaults__
     try:
-        load_benchmark("snakemake_sampled").sample_every(1)
-        assert function.__defaults__ == (None, None, 1)
+        load_benchmark("snakemake_sampled").sample_every(0.1)
+        assert function.__defaults__ == (None, None, 0.1)
     finally:
         function.__defaults__ = before
     assert before[2] == snakemake.benchmark.BENCHMARK_INTERVAL
@@ -44,10 +44,11 @@ def _burn_job_cpu_seconds(tmp_path: Path, command: list[str]) -> float:
 
 @pytest.mark.slow
 def test_a_job_past_fifteen_seconds_keeps_its_cpu_seconds(tmp_path):
-    """The job's recorded CPU time is what it spent (process_time is the reference), to about a
-    second; Snakemake's default sampling (every 30 s after the first 15) records less."""
+    """The job's recorded CPU time is what it spent (process_time is the reference, plus the
+    interpreter's start), to a few tenths of a second; Snakemake's default sampling (every 30 s after
+    the first 15) records less."""
     cpu = _burn_job_cpu_seconds(tmp_path, [sys.executable, str(LAUNCHER)])
-    assert BURN_SECONDS - 1.2 <= cpu <= BURN_SECONDS + 1.0
+    assert BURN_SECONDS - 0.3 <= cpu <= BURN_SECONDS + 1.0
     (tmp_path / "done.txt").unlink()
     default = _burn_job_cpu_seconds(tmp_path, [sys.executable, "-m", "snakemake"])
     assert default < BURN_SECONDS - 1.2

@@ -87,7 +87,7 @@ def _train_inputs(rule: str, parts: tuple[str, ...]) -> list[str]:
         "truecase_apply": [f"{pair_dir}/clean/train.{lang}"],
         "bpe_learn": [f"{pair_dir}/tc/train.{side}" for side in LANGS],
         "bpe_apply": [f"{pair_dir}/tc/train.{lang}"],
-        "network_vocab": [f"{pair_dir}/bpe/vocab.{side}" for side in LANGS],
+        "network_vocab": [f"{pair_dir}/bpe/train.{side}" for side in LANGS],  # as network_vocab_inputs
         "binarize": [f"{pair_dir}/bpe/train.{side}" for side in LANGS],
     }.get(rule, [])
 
@@ -387,8 +387,9 @@ def report(args: argparse.Namespace) -> None:
         )
         rows.append(row)
     result = dict(
-        runs=[{k: r[k] for k in ("date", "commit", "machine", "cores", "fraction", "corpus", "workflow",
-                                 "workflow_command", "generate_seconds")} for r in records],
+        runs=[{k: r.get(k) for k in ("date", "commit", "machine", "cores", "fraction", "corpus", "workflow",
+                                     "workflow_command", "generate_seconds", "binarize", "train")}
+              for r in records],
         stages=rows,
         fits=fit_stages(records),
     )  # fmt: skip

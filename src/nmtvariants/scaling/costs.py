@@ -39,19 +39,19 @@ class StageCost:
         return self.c + self.d * max(size_mb, 0.0)
 
 
-# Fitted 2026-11-26 on a 2-core AMD EPYC over 1%, 3%, 10% and (the stages it reached: download,
-# tokenize, clean, truecase) 100% of WMT14 EN-DE's 4.5M pairs, on the jobs' CPU seconds
+# Fitted 2026-11-27 on a 2-core AMD EPYC (Zen 4) over 1%, 3%, 10% (one job at a time) and 100% (two
+# cores) of WMT14 EN-DE's 4.5M pairs, on the jobs' CPU seconds sampled every 0.1 s (1 s at 100%)
 # (benchmarks/results/scale_data_path.md has the points, the exponents and the plan's check).
 STAGES: dict[str, StageCost] = {
-    "bpe_apply": StageCost(a=1.601, b=0.8761, c=49.13, d=2.308, mb_per_pair=9.203e-05),
-    "bpe_learn": StageCost(a=76.03, b=0.4624, c=203.6, d=11.02, mb_per_pair=0.0001841),
-    "clean": StageCost(a=0.3512, b=0.8591, c=53.65, d=3.887e-05, mb_per_pair=0.0001928),
-    "download": StageCost(a=0.3247, b=0.8019, c=37.57, d=0.001278, mb_per_pair=8.331e-05),
-    "network_vocab": StageCost(a=2.987, b=0, c=26, d=0, mb_per_pair=3.558e-06),
-    "tokenize": StageCost(a=2.988, b=0.9793, c=106.2, d=0, mb_per_pair=8.638e-05),
-    "train_data": StageCost(a=0.1293, b=1.02, c=38.85, d=1.282, mb_per_pair=0.0002086),
-    "truecase_apply": StageCost(a=2.072, b=0.9947, c=75.38, d=3.491, mb_per_pair=9.205e-05),
-    "truecase_train": StageCost(a=0.6345, b=1, c=104.5, d=0.8525, mb_per_pair=9.205e-05),
+    "bpe_apply": StageCost(a=0.7686, b=0.9074, c=86.8, d=0.7417, mb_per_pair=9.205e-05),
+    "bpe_learn": StageCost(a=35.17, b=0.526, c=524.6, d=3.069, mb_per_pair=0.0001841),
+    "clean": StageCost(a=0.1238, b=0.9327, c=53.83, d=0, mb_per_pair=0.0001928),
+    "download": StageCost(a=0.1282, b=0.9019, c=38.39, d=0.0002056, mb_per_pair=8.331e-05),
+    "network_vocab": StageCost(a=0.05216, b=0.9853, c=25.8, d=0.003597, mb_per_pair=0.0002052),
+    "tokenize": StageCost(a=1.352, b=1.013, c=99.11, d=0.4271, mb_per_pair=8.638e-05),
+    "train_data": StageCost(a=0.07823, b=0.9741, c=41.36, d=1.238, mb_per_pair=0.0002052),
+    "truecase_apply": StageCost(a=1.039, b=0.9931, c=75.6, d=3.492, mb_per_pair=9.205e-05),
+    "truecase_train": StageCost(a=0.4994, b=0.9293, c=113.3, d=0.8483, mb_per_pair=9.205e-05),
 }
 
 # Rule -> the fitted stage whose curve it follows (the rules and the plan both read this).

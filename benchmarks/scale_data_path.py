@@ -228,6 +228,62 @@ def train(args: argparse.Namespace) -> None:
     print(json.dumps(measured))
 
 
+def every_nth_line(path: Path, every: int, output: Path) -> int:
+    """Lines 1, 1 + every, 1 + 2 * every, ... of ``path`` into ``output``; how many."""
+    lines = path.read_text(encoding="utf-8").splitlines()[::every]
+    output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return len(lines)
+
+
+def decode(args: argparse.Namespace) -> None:
+    """Translate and score newstest2014 (every ``--every``-th sentence) with the BASE model of ``train``.
+
+    The paper config's beam settings and the commands of rules translate, postprocess and evaluate.
+    A model of 100 updates rarely ends a hypothesis, so every sentence is decoded to the length limit
+    (``max_len_a * source + max_len_b``): the worst case of decoding cost, not a translation."""
+    settings = yaml.safe_load(PAPER_CONFIG.read_text())["experiments"]["emelin2019_ende_base"]["evaluate"]
+    bpe = args.work / "data" / CORPUS / PAIR / "bpe"
+    out = args.work / "decode"
+    out.mkdir(exist_ok=True)
+    sentences = every_nth_line(bpe / "newstest2014-full.en", args.every, out / "source.en")
+    raw = args.work / "data" / CORPUS / "raw"
+    every_nth_line(raw / "newstest2014-full.de", args.every, out / "reference.de")
+    translate = [
+        "nmtvariants", "translate", "--checkpoint", str(args.work / "train_base" / "final.pt"),
+        "--vocab", str(bpe / "vocab.txt"), "--input", str(out / "source.en"),
+        "--output", str(out / "hyp.bpe"),
+        "--beam", str(settings["beam"]), "--alpha", str(settings["alpha"]),
+        "--max-len-a", str(settings["max_len_a"]), "--max-len-b", str(settings["max_len_b"]),
+        "--dtype", args.dtype, "--threads", str(args.threads),
+    ]  # fmt: skip
+    postprocess = [
+        "nmtvariants", "postprocess", "-l", "de", "--truecased", "-o", str(out / "hyp"), str(out / "hyp.bpe"),
+    ]  # fmt: skip
+    evaluate = [
+        "nmtvariants", "evaluate", "--hyp", str(out / "hyp"), "--ref", str(out / "reference.de"), "-l", "de",
+        "--metrics", ",".join(settings["metrics"]), "--system", "base-100-updates",
+        "--testset", "newstest2014-full", "--json", str(out / "scores.json"),
+    ]  # fmt: skip
+    measured = {
+        name: timed(command, out / f"{name}.log", REPO)
+        for name, command in (("translate", translate), ("postprocess", postprocess), ("evaluate", evaluate))
+    }
+    source = (out / "source.en").read_text(encoding="utf-8").splitlines()
+    source_tokens = [len(line.split()) for line in source]
+    record = dict(
+        date=time.strftime("%Y-%m-%d"), commit=git_commit(), machine=machine(), every=args.every,
+        sentences=sentences, full_set_sentences=len((bpe / "newstest2014-full.en").read_text().splitlines()),
+        source_bpe_tokens=sum(source_tokens), threads=args.threads, dtype=args.dtype,
+        settings={key: settings[key] for key in ("beam", "alpha", "max_len_a", "max_len_b")},
+        stages=measured, scores=json.loads((out / "scores.json").read_text()),
+    )  # fmt: skip
+    path = args.work / "scale_run.json"
+    run_record = json.loads(path.read_text())
+    run_record["decode"] = record
+    path.write_text(json.dumps(run_record, indent=1) + "\n")
+    print(json.dumps(record))
+
+
 def collect(args: argparse.Namespace) -> None:
     """Record a run stopped before its end: the jobs it finished (no workflow total, no binarising)."""
     corpus_record = json.loads((args.work / "mirror" / "wmt_corpus.json").read_text())
@@ -525,6 +581,12 @@ def main() -> None:
     train_parser.add_argument("--batch-tokens", type=int, default=3072, help="the paper config's per GPU")
     train_parser.add_argument("--threads", type=int, default=2)
     train_parser.set_defaults(func=train)
+    decode_parser = commands.add_parser("decode", help="translate + score newstest2014 with the BASE model")
+    decode_parser.add_argument("--work", type=Path, required=True)
+    decode_parser.add_argument("--every", type=int, default=1, help="decode every N-th sentence (1: all)")
+    decode_parser.add_argument("--threads", type=int, default=1)
+    decode_parser.add_argument("--dtype", default="float32")
+    decode_parser.set_defaults(func=decode)
     collect_parser = commands.add_parser("collect", help="record the finished jobs of a run stopped early")
     collect_parser.add_argument("--work", type=Path, required=True)
     collect_parser.add_argument("--cores", type=int, default=2)

@@ -145,6 +145,27 @@ def test_segmenter_is_picklable_and_runs_in_a_process_pool(multi30k, learned):
     assert parallel == sequential
 
 
+def test_a_bounded_memo_changes_no_segmentation_and_stays_bounded(multi30k, learned, tmp_path):
+    """subword-nmt's CLI (unbounded memo) is the reference; a memo of 3 words segments most words anew."""
+    folder, result = learned
+    lines = multi30k["de"].read_text(encoding="utf-8").splitlines()[:300]
+    source = tmp_path / "in.de"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    subword_nmt(
+        "apply-bpe", "-c", str(folder / "codes"), "--vocabulary", str(result.vocab["de"]),
+        "--vocabulary-threshold", "50", stdin=source, stdout=tmp_path / "theirs",
+    )  # fmt: skip
+    segmenter = BPESegmenter(folder / "codes", result.vocab["de"], 50, memo_words=3)
+    ours, sizes = [], []
+    for line in lines:
+        ours.append(segmenter(line))
+        sizes.append(len(segmenter._bpe.cache))
+    assert "".join(line + "\n" for line in ours) == (tmp_path / "theirs").read_text(encoding="utf-8")
+    assert max(sizes) == 3
+    types = {word for line in lines for word in line.split()}
+    assert len(types) > 1000, "the bound was exercised"
+
+
 def test_unicode_line_breaks_inside_a_line_match_the_cli(learned, tmp_path):
     """subword-nmt reads with `codecs`, which splits at U+2028 etc.; the output must still be identical."""
     folder, _ = learned

@@ -50,10 +50,34 @@ log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 50
 LATIN_SUFFIX = ".latin"
+# Word types a segmenting process remembers (benchmarks/bpe_memo_bound.py measured the bound).
+MEMO_WORDS = 1 << 18
 
 
 # --------------------------------------------------------------------------------------------------
 # Applying
+
+
+class BoundedMemo(dict):
+    """subword-nmt's word -> segments memo, holding at most ``max_words`` words: the first ones met.
+
+    ``apply_bpe.BPE`` remembers every word type it has segmented, so a process that segments WMT14's
+    4.5M lines grows with the corpus's ~2M types (396 MB at 100% against 158 MB at 10%,
+    benchmarks/results/scale_data_path.md). A memo only saves work, so a bounded one changes no
+    output. By Zipf's law the first words met are the frequent ones, so a full memo stops taking new
+    words instead of evicting: a later word is segmented again each time it occurs, and look-ups stay
+    in C (only insertion is overridden). On 1M WMT-sized lines, :data:`MEMO_WORDS` costs 1.05x the
+    time of the unbounded memo for half the peak memory; emptying the memo when full cost 1.34x
+    (benchmarks/results/bpe_memo_bound.md).
+    """
+
+    def __init__(self, max_words: int):
+        super().__init__()
+        self.max_words = max_words
+
+    def __setitem__(self, word: str, segments: tuple[str, ...]) -> None:
+        if len(self) < self.max_words:
+            super().__setitem__(word, segments)
 
 
 class BPESegmenter:
@@ -71,12 +95,14 @@ class BPESegmenter:
         threshold: int | None = DEFAULT_THRESHOLD,
         separator: str = SEPARATOR,
         merges: int = -1,
+        memo_words: int = MEMO_WORDS,
     ):
         self.codes = Path(codes)
         self.vocab = Path(vocab) if vocab is not None else None
         self.threshold = threshold
         self.separator = separator
         self.merges = merges
+        self.memo_words = memo_words
         self._bpe: subword_apply.BPE | None = None
 
     def __getstate__(self) -> dict:
@@ -98,6 +124,7 @@ class BPESegmenter:
                     f"{line!r}; re-learn the codes with `nmtvariants bpe learn`"
                 )
         self._bpe = subword_apply.BPE(io.StringIO(text), self.merges, self.separator, vocabulary, None)
+        self._bpe.cache = BoundedMemo(self.memo_words)
         return self._bpe
 
     def __call__(self, line: str) -> str:

@@ -284,6 +284,51 @@ def decode(args: argparse.Namespace) -> None:
     print(json.dumps(record))
 
 
+def pooled_stage_commands(work: Path, output: Path, processes: int) -> dict[str, list[str]]:
+    """The commands of the rules that may run a worker pool (tokenize, truecase apply) and of BPE
+    applying, on the English training side of ``work`` (as rules tokenize, truecase_apply, bpe_apply
+    run them for the paper config)."""
+    pair_dir = work / "data" / CORPUS / PAIR
+    tokenize = (
+        f"nmtvariants normalize -l en -j {processes} {work}/data/{CORPUS}/raw/train.en"
+        f" | nmtvariants tokenize -l en -a -j {processes} -o {output}/tok.en"
+    )
+    return {
+        "tokenize": ["bash", "-o", "pipefail", "-c", tokenize],
+        "truecase_apply": [
+            "nmtvariants", "truecase", "apply", "--model", str(pair_dir / "truecase" / "model.en"),
+            "-j", str(processes), "-o", str(output / "tc.en"), str(pair_dir / "clean" / "train.en"),
+        ],
+        "bpe_apply": [
+            "nmtvariants", "bpe", "apply", "--codes", str(pair_dir / "bpe" / "codes"),
+            "--vocab", str(pair_dir / "bpe" / "vocab.en"), "--threshold", "50",
+            "-o", str(output / "bpe.en"), str(pair_dir / "tc" / "train.en"),
+        ],
+    }  # fmt: skip
+
+
+def processes(args: argparse.Namespace) -> None:
+    """The largest single process of each pooled stage (Snakemake's benchmark sums a job's process
+    tree, so a pool's workers and its parent are counted together): wall, CPU and the peak RSS of
+    the largest process (``RUSAGE_CHILDREN``), on the English training side of ``--work``."""
+    output = args.work / "processes"
+    output.mkdir(exist_ok=True)
+    measured = {
+        stage: timed(command, output / f"{stage}.log", REPO)
+        for stage, command in pooled_stage_commands(args.work, output, args.processes).items()
+    }
+    for produced in output.glob("*.en"):
+        produced.unlink()
+    path = args.work / "scale_run.json"
+    record = json.loads(path.read_text())
+    record["largest_process"] = dict(
+        date=time.strftime("%Y-%m-%d"), commit=git_commit(), machine=machine(), processes=args.processes,
+        stages=measured,
+    )  # fmt: skip
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps(record["largest_process"]))
+
+
 def collect(args: argparse.Namespace) -> None:
     """Record a run stopped before its end: the jobs it finished (no workflow total, no binarising)."""
     corpus_record = json.loads((args.work / "mirror" / "wmt_corpus.json").read_text())
@@ -587,6 +632,12 @@ def main() -> None:
     decode_parser.add_argument("--threads", type=int, default=1)
     decode_parser.add_argument("--dtype", default="float32")
     decode_parser.set_defaults(func=decode)
+    processes_parser = commands.add_parser(
+        "processes", help="the largest single process of each pooled stage (English training side)"
+    )
+    processes_parser.add_argument("--work", type=Path, required=True)
+    processes_parser.add_argument("--processes", type=int, default=2, help="the pool's workers (rules: 2)")
+    processes_parser.set_defaults(func=processes)
     collect_parser = commands.add_parser("collect", help="record the finished jobs of a run stopped early")
     collect_parser.add_argument("--work", type=Path, required=True)
     collect_parser.add_argument("--cores", type=int, default=2)

@@ -9,7 +9,10 @@ question of these shapes on this core, which this script answers:
 
 * ``torch_mm``: ``torch.mm`` (MKL sgemm, what ``F.linear`` does);
 * ``onednn_linear``: ``torch.ops.mkldnn._linear_pointwise`` (oneDNN's inner product, dense tensors);
-* ``numpy``: ``numpy.matmul`` (the wheel's OpenBLAS, one thread through ``OPENBLAS_NUM_THREADS``).
+* ``numpy``: ``numpy.matmul`` (the wheel's OpenBLAS, one thread through ``OPENBLAS_NUM_THREADS``);
+* ``torch_mm_avx512``: ``torch.mm`` in a child process that let MKL take its AVX-512 kernels on AMD
+  before importing torch (``nmtvariants.mkl_dispatch``, what every ``nmtvariants`` command does); the
+  child serves one measurement at a time, so the rounds interleave it with the others.
 
 Each shape is [rows x in] @ [in x out], the way a linear layer multiplies a batch: the small model's
 training batch (~4,000 tokens), its beam search (64 sentences x beam 5 = 320 rows), and the toy model's
@@ -26,6 +29,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +52,7 @@ SHAPES = (
     ("tiny (toy), training: FFN in", 1024, 64, 256),
     ("tiny (toy), training: vocabulary (519)", 1024, 64, 519),
 )
-BACKENDS = ("torch_mm", "onednn_linear", "numpy")
+BACKENDS = ("torch_mm", "onednn_linear", "numpy", "torch_mm_avx512")
 
 
 def operands(rows: int, inner: int, out: int):
@@ -86,6 +91,46 @@ def gflops(run: Callable[[], object], flops: float, min_seconds: float) -> float
             return flops * calls / elapsed / 1e9
 
 
+def serve_avx512_products() -> None:
+    """Child process: MKL's AVX-512 kernels, then one ``rows inner out min_seconds`` line at a time,
+    answered with the GFLOP/s of ``torch.mm`` at that shape."""
+    from nmtvariants.mkl_dispatch import use_fast_mkl_kernels
+
+    print(use_fast_mkl_kernels(), flush=True)
+    import torch
+
+    torch.set_num_threads(1)
+    for line in sys.stdin:
+        rows, inner, out, min_seconds = line.split()
+        x, weight = operands(int(rows), int(inner), int(out))
+        rate = gflops(
+            product("torch_mm", x, weight), 2.0 * int(rows) * int(inner) * int(out), float(min_seconds)
+        )
+        print(rate, flush=True)
+
+
+class Avx512Child:
+    """The serving child of :func:`serve_avx512_products`, measured like an in-process backend."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve-avx512"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.status = self.process.stdout.readline().strip()
+
+    def rate(self, rows: int, inner: int, out: int, min_seconds: float) -> float:
+        self.process.stdin.write(f"{rows} {inner} {out} {min_seconds}\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
 def available(backend: str) -> bool:
     import torch
 
@@ -107,7 +152,9 @@ def markdown(result: dict) -> str:
         "",
         f"Measured {meta['date']} on {meta['cpu']}, 1 thread, torch {meta['torch']} (MKL sgemm), numpy "
         f"{meta['numpy']} ({meta['numpy_blas']}); {meta['rounds']} rounds, backends rotated, at least "
-        f"{meta['min_seconds']} s per measurement. What else ran: {meta['beside']}. Command: "
+        f"{meta['min_seconds']} s per measurement. MKL in torch_mm: {meta.get('torch_mm_kernels', '-')};"
+        f" in torch_mm_avx512: {meta.get('torch_mm_avx512_kernels', '-')}."
+        f" What else ran: {meta['beside']}. Command: "
         f"`{meta['command']}`.",
         "",
         "| product | rows x in x out | "
@@ -149,24 +196,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--beside", default="nothing else (quiet machine)", help="what else ran")
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d"))
     parser.add_argument("--out", type=Path, default=RESULTS / "cpu_gemm")
+    parser.add_argument("--serve-avx512", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve_avx512:
+        serve_avx512_products()
+        return
     if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
         parser.error("set OPENBLAS_NUM_THREADS=1 (numpy's OpenBLAS reads it when it loads)")
     import numpy as np
     import torch
 
+    from nmtvariants.mkl_dispatch import status
+
     torch.set_num_threads(1)
     backends = [b for b in BACKENDS if available(b)]
+    child = Avx512Child()
     shapes = []
     for what, rows, inner, out in SHAPES:
         flops = 2.0 * rows * inner * out
         x, weight = operands(rows, inner, out)
-        runs = {backend: product(backend, x, weight) for backend in backends}
+        runs = {backend: product(backend, x, weight) for backend in backends if backend != "torch_mm_avx512"}
+        runs["torch_mm_avx512"] = lambda: child.rate(rows, inner, out, args.min_seconds)  # noqa: B023
         rates: dict[str, list[float]] = {backend: [] for backend in backends}
         for round_ in range(args.rounds):
             order = backends[round_ % len(backends) :] + backends[: round_ % len(backends)]
             for backend in order:
-                rates[backend].append(gflops(runs[backend], flops, args.min_seconds))
+                rates[backend].append(
+                    runs[backend]()
+                    if backend == "torch_mm_avx512"
+                    else gflops(runs[backend], flops, args.min_seconds)
+                )
         ratios = {b: [r / t for r, t in zip(rates[b], rates["torch_mm"], strict=True)] for b in backends}
         shapes.append({
             "what": what, "rows": rows, "in": inner, "out": out,
@@ -183,11 +242,14 @@ def main(argv: list[str] | None = None) -> None:
         "numpy": np.__version__,
         "numpy_blas": numpy_blas(),
         "backends": backends,
+        "torch_mm_kernels": status(),
+        "torch_mm_avx512_kernels": child.status,
         "rounds": args.rounds,
         "min_seconds": args.min_seconds,
         "beside": args.beside,
         "command": f"OPENBLAS_NUM_THREADS=1 python benchmarks/cpu_gemm.py --rounds {args.rounds}",
     }
+    child.close()
     result = {"meta": meta, "shapes": shapes}
     write_record(args.out.parent, args.out.name, result, markdown(result))
     print(markdown(result))

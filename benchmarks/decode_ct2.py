@@ -92,6 +92,9 @@ def batches_of(lines: list[list[str]], size: int) -> list[list[int]]:
 
 
 def worker_ours(args: argparse.Namespace) -> dict:
+    from nmtvariants.mkl_dispatch import use_fast_mkl_kernels
+
+    use_fast_mkl_kernels()  # as `nmtvariants translate` does, before torch
     import torch
 
     torch.set_num_threads(args.threads)

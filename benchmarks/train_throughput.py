@@ -177,6 +177,9 @@ def worker(args: argparse.Namespace) -> None:
     """Train WARM+MEAS updates with the real Trainer; stamp after every update."""
     import resource
 
+    from nmtvariants.mkl_dispatch import use_fast_mkl_kernels
+
+    use_fast_mkl_kernels()  # as `nmtvariants train` does, before torch
     import torch
 
     from nmtvariants.training.train_config import parse_run_config

@@ -7,6 +7,12 @@ from pathlib import Path
 import pytest
 from data_sources import RealData
 
+from nmtvariants.mkl_dispatch import use_fast_mkl_kernels
+
+# As every `nmtvariants` command does, before torch is imported: the tests' own products then run
+# the kernels of the commands they start (src/nmtvariants/mkl_dispatch.py).
+use_fast_mkl_kernels()
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -31,3 +31,12 @@ def test_the_table_gives_rates_and_ratios_to_torch():
     meta.update(min_seconds=0.3, beside="nothing", command="c", backends=["torch_mm", "numpy"])
     lines = bench.markdown({"meta": meta, "shapes": [row]}).splitlines()
     assert "| FFN in | 4 x 2 x 3 | 50.0 | 75.0 | 1.50 (1.40-1.60) |" in lines
+
+
+def test_the_avx512_child_measures_a_product():
+    child = bench.Avx512Child()
+    try:
+        assert child.status.startswith(("AVX-512 kernels", "vendor dispatch")), child.status
+        assert child.rate(64, 32, 48, 0.01) > 0
+    finally:
+        child.close()

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from nmtvariants import __version__
 from nmtvariants.errors import EXIT_STATUS, NMTVariantsError
+from nmtvariants.mkl_dispatch import use_fast_mkl_kernels
 
 PACKAGE = "nmtvariants"
 
@@ -250,6 +251,7 @@ def build_parser_for(argv: list[str], package: str = PACKAGE) -> argparse.Argume
 
 
 def main(argv: list[str] | None = None) -> int:
+    use_fast_mkl_kernels()  # before any command imports torch
     args = build_parser_for(sys.argv[1:] if argv is None else list(argv)).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

@@ -17,12 +17,9 @@ from typing import Any
 CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
 
 
-def cpu_model(cpuinfo: str | None = None) -> str:
-    """The CPU as /proc/cpuinfo names it, with its family, model and :data:`CPU_FLAGS`.
-
-    A virtual machine may give only "AMD EPYC" as the model name, and two such machines (a Zen 3
-    without AVX-512 and a Zen 4 with it) then differ by several times in bf16 speed: the family and
-    model numbers and the flags tell them apart. ``cpuinfo``: the file's text (default: read it)."""
+def cpuinfo_fields(cpuinfo: str | None = None) -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (``cpuinfo``: the file's text; default: read
+    it; no file: no fields)."""
     if cpuinfo is None:
         try:
             with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
@@ -32,7 +29,17 @@ def cpu_model(cpuinfo: str | None = None) -> str:
     fields: dict[str, str] = {}
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())  # the first processor's
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU as /proc/cpuinfo names it, with its family, model and :data:`CPU_FLAGS`.
+
+    A virtual machine may give only "AMD EPYC" as the model name, and two such machines (a Zen 3
+    without AVX-512 and a Zen 4 with it) then differ by several times in bf16 speed: the family and
+    model numbers and the flags tell them apart. ``cpuinfo``: the file's text (default: read it)."""
+    fields = cpuinfo_fields(cpuinfo)
     if "model name" not in fields:
         return platform.processor() or platform.machine()
     flags = set(fields.get("flags", "").split())
@@ -57,6 +64,9 @@ def hardware_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+    from nmtvariants.mkl_dispatch import status  # imports this module
+
+    info["mkl_kernels"] = status()
     try:
         pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
         info["memory_gb"] = round(pages * page_size / 1024**3, 1)

@@ -489,7 +489,8 @@ def report(args: argparse.Namespace) -> None:
         rows.append(row)
     result = dict(
         runs=[{k: r.get(k) for k in ("date", "commit", "machine", "cores", "fraction", "corpus", "workflow",
-                                     "workflow_command", "generate_seconds", "binarize", "train")}
+                                     "workflow_command", "generate_seconds", "binarize", "train",
+                                     "largest_process", "decode")}
               for r in records],
         stages=rows,
         fits=fit_stages(records),
@@ -603,7 +604,80 @@ def markdown(records: list[dict], sizes: list[int], rows: list[dict]) -> str:
         )
     commands = [r["workflow_command"] for r in records if r["workflow"]]
     lines += ["", f"Command: `{commands[-1]}` (written by `run`)", ""]
+    lines += largest_process_lines(records) + decode_lines(records)
     return "\n".join(lines)
+
+
+def largest_process_lines(records: list[dict]) -> list[str]:
+    """The pooled stages' largest single process per size (``processes``), if measured."""
+    measured = [r for r in records if r.get("largest_process")]
+    if not measured:
+        return []
+    stages = list(measured[0]["largest_process"]["stages"])
+    lines = [
+        "## The largest single process of each pooled stage (`scale_data_path.py processes`)",
+        "",
+        "The English training side, the rule's command with a pool of"
+        f" {measured[0]['largest_process']['processes']} workers; peak RSS of the largest process"
+        " (parent or worker, `RUSAGE_CHILDREN`), where the table above sums the process tree.",
+        "",
+        "| stage | "
+        + " | ".join(f"{r['corpus']['pairs']:,} pairs: s / CPU s / largest process MB" for r in measured)
+        + " | 100% / 10% |",
+        "|---|" + "---|" * (len(measured) + 1),
+    ]  # fmt: skip
+    for stage in stages:
+        cells = [r["largest_process"]["stages"][stage] for r in measured]
+        ratio = cells[-1]["max_rss_mb"] / cells[0]["max_rss_mb"] if len(cells) > 1 else None
+        lines.append(
+            f"| {stage} | "
+            + " | ".join(
+                f"{c['seconds']:,.0f} / {c['cpu_seconds']:,.0f} / {c['max_rss_mb']:,.0f}" for c in cells
+            )
+            + f" | {_fmt(ratio)} |"
+        )
+    when = measured[-1]["largest_process"]
+    return [*lines, "", f"({when['date']}, {when['machine']}, commit {when['commit']})", ""]
+
+
+def decode_lines(records: list[dict]) -> list[str]:
+    """Translating and scoring newstest2014 with the BASE model (``decode``), if measured."""
+    lines = []
+    for record in records:
+        decode = record.get("decode")
+        if not decode:
+            continue
+        stages, settings = decode["stages"], decode["settings"]
+        per_sentence = stages["translate"]["cpu_seconds"] / decode["sentences"]
+        scores = decode["scores"]["scores"]
+        lines += [
+            "## Translating and scoring newstest2014 with the BASE model (`scale_data_path.py decode`)",
+            "",
+            f"Every {decode['every']}th sentence of newstest2014 ({decode['sentences']:,} of"
+            f" {decode['full_set_sentences']:,}; {decode['source_bpe_tokens']:,} source BPE tokens),"
+            f" the model of `train` ({record['train']['updates']} updates), beam {settings['beam']}, alpha"
+            f" {settings['alpha']}, length limit {settings['max_len_a']} x source + {settings['max_len_b']},"
+            f" {decode['dtype']}, {decode['threads']} thread; the commands of rules translate, postprocess"
+            " and evaluate.",
+            "",
+            "| command | s | CPU s | peak RSS MB |",
+            "|---|---:|---:|---:|",
+        ]
+        for name, measured in stages.items():
+            lines.append(
+                f"| {name} | {measured['seconds']:,.1f} | {measured['cpu_seconds']:,.1f}"
+                f" | {measured['max_rss_mb']:,.0f} |"
+            )
+        lines += [
+            "",
+            f"Translation: {per_sentence:.2f} CPU s a sentence, so the whole set would take"
+            f" {per_sentence * decode['full_set_sentences'] / 3600:.1f} CPU hours at this length."
+            f" BLEU {scores['bleu']['score']:.2f}, chrF {scores['chrf']['score']:.2f} (a model of"
+            f" {record['train']['updates']} updates on a generated corpus; the scores show that the chain"
+            f" runs, not a translation). ({decode['date']}, {decode['machine']}, commit {decode['commit']})",
+            "",
+        ]
+    return lines
 
 
 def main() -> None:

@@ -38,6 +38,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import wmt_corpus  # noqa: E402
 
+from nmtvariants.inference.defaults import DECODER_CACHE_MB  # noqa: E402
+
 CORPUS = "wmt14_ende"
 PAIR = "en-de"
 LANGS = ("en", "de")
@@ -254,7 +256,7 @@ def decode(args: argparse.Namespace) -> None:
         "--output", str(out / "hyp.bpe"),
         "--beam", str(settings["beam"]), "--alpha", str(settings["alpha"]),
         "--max-len-a", str(settings["max_len_a"]), "--max-len-b", str(settings["max_len_b"]),
-        "--dtype", args.dtype, "--threads", str(args.threads),
+        "--dtype", args.dtype, "--threads", str(args.threads), "--cache-mb", str(args.cache_mb),
     ]  # fmt: skip
     postprocess = [
         "nmtvariants", "postprocess", "-l", "de", "--truecased", "-o", str(out / "hyp"), str(out / "hyp.bpe"),
@@ -272,14 +274,15 @@ def decode(args: argparse.Namespace) -> None:
     source_tokens = [len(line.split()) for line in source]
     record = dict(
         date=time.strftime("%Y-%m-%d"), commit=git_commit(), machine=machine(), every=args.every,
-        sentences=sentences, full_set_sentences=len((bpe / "newstest2014-full.en").read_text().splitlines()),
+        sentences=sentences, cache_mb=args.cache_mb,
+        full_set_sentences=len((bpe / "newstest2014-full.en").read_text().splitlines()),
         source_bpe_tokens=sum(source_tokens), threads=args.threads, dtype=args.dtype,
         settings={key: settings[key] for key in ("beam", "alpha", "max_len_a", "max_len_b")},
         stages=measured, scores=json.loads((out / "scores.json").read_text()),
     )  # fmt: skip
     path = args.work / "scale_run.json"
     run_record = json.loads(path.read_text())
-    run_record["decode"] = record
+    run_record["decodes"] = [*run_record.get("decodes", []), record]
     path.write_text(json.dumps(run_record, indent=1) + "\n")
     print(json.dumps(record))
 
@@ -490,7 +493,7 @@ def report(args: argparse.Namespace) -> None:
     result = dict(
         runs=[{k: r.get(k) for k in ("date", "commit", "machine", "cores", "fraction", "corpus", "workflow",
                                      "workflow_command", "generate_seconds", "binarize", "train",
-                                     "largest_process", "decode")}
+                                     "largest_process", "decodes")}
               for r in records],
         stages=rows,
         fits=fit_stages(records),
@@ -641,43 +644,49 @@ def largest_process_lines(records: list[dict]) -> list[str]:
 
 
 def decode_lines(records: list[dict]) -> list[str]:
-    """Translating and scoring newstest2014 with the BASE model (``decode``), if measured."""
-    lines = []
-    for record in records:
-        decode = record.get("decode")
-        if not decode:
-            continue
-        stages, settings = decode["stages"], decode["settings"]
-        per_sentence = stages["translate"]["cpu_seconds"] / decode["sentences"]
-        scores = decode["scores"]["scores"]
-        lines += [
-            "## Translating and scoring newstest2014 with the BASE model (`scale_data_path.py decode`)",
-            "",
-            f"Every {decode['every']}th sentence of newstest2014 ({decode['sentences']:,} of"
-            f" {decode['full_set_sentences']:,}; {decode['source_bpe_tokens']:,} source BPE tokens),"
-            f" the model of `train` ({record['train']['updates']} updates), beam {settings['beam']}, alpha"
-            f" {settings['alpha']}, length limit {settings['max_len_a']} x source + {settings['max_len_b']},"
-            f" {decode['dtype']}, {decode['threads']} thread; the commands of rules translate, postprocess"
-            " and evaluate.",
-            "",
-            "| command | s | CPU s | peak RSS MB |",
-            "|---|---:|---:|---:|",
-        ]
-        for name, measured in stages.items():
-            lines.append(
-                f"| {name} | {measured['seconds']:,.1f} | {measured['cpu_seconds']:,.1f}"
-                f" | {measured['max_rss_mb']:,.0f} |"
-            )
-        lines += [
-            "",
-            f"Translation: {per_sentence:.2f} CPU s a sentence, so the whole set would take"
-            f" {per_sentence * decode['full_set_sentences'] / 3600:.1f} CPU hours at this length."
-            f" BLEU {scores['bleu']['score']:.2f}, chrF {scores['chrf']['score']:.2f} (a model of"
-            f" {record['train']['updates']} updates on a generated corpus; the scores show that the chain"
-            f" runs, not a translation). ({decode['date']}, {decode['machine']}, commit {decode['commit']})",
-            "",
-        ]
-    return lines
+    """Translating and scoring newstest2014 with the BASE model (``decode``), each run, if measured."""
+    return [
+        line for record in records for decode in record.get("decodes", []) for line in _decode(record, decode)
+    ]
+
+
+def _decode(record: dict, decode: dict) -> list[str]:
+    stages, settings = decode["stages"], decode["settings"]
+    per_sentence = stages["translate"]["cpu_seconds"] / decode["sentences"]
+    scores = decode["scores"]["scores"]
+    budget = decode.get("cache_mb")
+    batches = "batches of 64 sentences" + (
+        f" and at most {budget:,.0f} MB of decoder cache" if budget else ""
+    )
+    lines = [
+        "## Translating and scoring newstest2014 with the BASE model (`scale_data_path.py decode`)",
+        "",
+        f"Every {decode['every']}th sentence of newstest2014 ({decode['sentences']:,} of"
+        f" {decode['full_set_sentences']:,}; {decode['source_bpe_tokens']:,} source BPE tokens),"
+        f" the model of `train` ({record['train']['updates']} updates), beam {settings['beam']},"
+        f" alpha {settings['alpha']}, length limit {settings['max_len_a']} x source +"
+        f" {settings['max_len_b']}, {decode['dtype']}, {decode['threads']} thread, {batches}; the"
+        " commands of rules translate, postprocess and evaluate.",
+        "",
+        "| command | s | CPU s | peak RSS MB |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, measured in stages.items():
+        lines.append(
+            f"| {name} | {measured['seconds']:,.1f} | {measured['cpu_seconds']:,.1f}"
+            f" | {measured['max_rss_mb']:,.0f} |"
+        )
+    return [
+        *lines,
+        "",
+        f"Translation: {per_sentence:.2f} CPU s a sentence, so the whole set would take"
+        f" {per_sentence * decode['full_set_sentences'] / 3600:.1f} CPU hours at this length."
+        f" BLEU {scores['bleu']['score']:.2f}, chrF {scores['chrf']['score']:.2f} (a model of"
+        f" {record['train']['updates']} updates on a generated corpus; the scores show that the"
+        f" chain runs, not a translation). ({decode['date']}, {decode['machine']}, commit"
+        f" {decode['commit']})",
+        "",
+    ]
 
 
 def main() -> None:
@@ -705,6 +714,7 @@ def main() -> None:
     decode_parser.add_argument("--every", type=int, default=1, help="decode every N-th sentence (1: all)")
     decode_parser.add_argument("--threads", type=int, default=1)
     decode_parser.add_argument("--dtype", default="float32")
+    decode_parser.add_argument("--cache-mb", type=float, default=DECODER_CACHE_MB, help="translate's budget")
     decode_parser.set_defaults(func=decode)
     processes_parser = commands.add_parser(
         "processes", help="the largest single process of each pooled stage (English training side)"

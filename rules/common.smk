@@ -504,6 +504,12 @@ def input_sized_mb(floor_mb):
     )
 
 
+def decoding_mem_mb(floor_mb):
+    return lambda wildcards, input, attempt: stage_costs.decoding_mem_mb(
+        floor_mb, input.size_mb, attempt
+    )
+
+
 def grown_runtime(minutes):
     return lambda wildcards, attempt: stage_costs.grown(minutes, attempt)
 

@@ -17,7 +17,7 @@ rule translate:
         "../envs/train.yaml"
     threads: run_resource("threads")
     resources:
-        mem_mb=input_sized_mb(4000),
+        mem_mb=decoding_mem_mb(4000),
         runtime=grown_runtime(120),
     params:
         beam=lambda wc: decode_setting(wc, "beam"),

@@ -37,7 +37,7 @@ def test_the_decoding_paragraph_projects_the_full_set_from_the_sample():
         scores={"scores": {"bleu": {"score": 0.0}, "chrf": {"score": 1.5}}},
         date="2026-11-27", machine="cpu", commit="abc",
     )  # fmt: skip
-    text = "\n".join(bench.decode_lines([{"train": {"updates": 100}, "decode": decode}]))
+    text = "\n".join(bench.decode_lines([{"train": {"updates": 100}, "decodes": [decode]}]))
     # 1,400 CPU s / 301 sentences = 4.65 s; x 3,003 = 3.9 hours
     assert "4.65 CPU s a sentence" in text and "3.9 CPU hours" in text
     assert "| translate | 1,400.0 | 1,400.0 | 5,000 |" in text

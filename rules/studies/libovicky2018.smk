@@ -234,7 +234,7 @@ rule libovicky2018_translate:
         "../../envs/train.yaml"
     threads: 1
     resources:
-        mem_mb=input_sized_mb(4000),
+        mem_mb=decoding_mem_mb(4000),
         runtime=grown_runtime(120),
     params:
         extras=LIBOVICKY2018.input_args,

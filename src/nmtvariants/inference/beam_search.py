@@ -38,7 +38,7 @@ import torch
 
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.errors import ConfigError
-from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
+from nmtvariants.inference.defaults import BEAM_SIZE, MAX_LEN_A, MAX_LEN_B
 from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.models.transformer import Transformer
 
@@ -75,7 +75,7 @@ def max_lengths(src: torch.Tensor, a: float, b: float) -> torch.Tensor:
 def beam_search(
     model: Transformer,
     src: torch.Tensor | SourceInputs,
-    beam_size: int = 5,
+    beam_size: int = BEAM_SIZE,
     length_norm: str = "gnmt",
     alpha: float = 0.6,
     max_len_a: float = MAX_LEN_A,

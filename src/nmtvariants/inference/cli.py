@@ -20,7 +20,7 @@ import yaml
 from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError, InputError
 from nmtvariants.fileio import atomic_write, read_lines
-from nmtvariants.inference.defaults import MAX_LEN_A, MAX_LEN_B
+from nmtvariants.inference.defaults import BEAM_SIZE, DECODER_CACHE_MB, MAX_LEN_A, MAX_LEN_B
 from nmtvariants.inference.precision import DTYPE_NAMES
 from nmtvariants.training.cli import add_extra_input_args, extra_input_files
 
@@ -30,14 +30,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _model_args(tr)
     tr.add_argument("--input", default="-", help="source text, one sentence per line (default stdin)")
     tr.add_argument("--output", default="-", help="translations (default stdout)")
-    tr.add_argument("--beam", type=int, default=5)
+    tr.add_argument("--beam", type=int, default=BEAM_SIZE)
     tr.add_argument("--alpha", type=float, default=0.6, help="GNMT length-penalty exponent")
     tr.add_argument("--length-norm", choices=("gnmt", "average", "none"), default="gnmt")
     tr.add_argument("--max-len-a", type=float, default=MAX_LEN_A)
     tr.add_argument("--max-len-b", type=float, default=MAX_LEN_B)
     tr.add_argument("--min-len", type=int, default=0)
     tr.add_argument("--nbest", type=int, default=1, help=">1 writes Moses n-best lines `i ||| hyp ||| score`")
-    tr.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    tr.add_argument("--batch-size", type=int, default=64, help="sentences per batch, at most")
+    tr.add_argument(
+        "--cache-mb", type=float, default=DECODER_CACHE_MB,
+        help="decoder cache per batch, at most (MB): long sentences and wide beams get smaller batches",
+    )  # fmt: skip
     add_extra_input_args(tr, sources="--extra-source")
     tr.set_defaults(func=run_translate)
 
@@ -135,6 +139,7 @@ def run_translate(args: argparse.Namespace) -> int:
         source_path=args.input if args.input != "-" else "<stdin>",
         nbest=args.nbest,
         batch_size=args.batch_size,
+        cache_mb=args.cache_mb,
         device=args.device,
         beam_size=args.beam,
         length_norm=args.length_norm,

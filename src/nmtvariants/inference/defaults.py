@@ -14,3 +14,7 @@ from __future__ import annotations
 
 MAX_LEN_A = 1.5
 MAX_LEN_B = 10
+BEAM_SIZE = 5
+# Decoder self-attention cache per translation batch (inference/translate.py's decoding_batches):
+# with the model, what a decoding job holds, which the translate rule's memory request covers.
+DECODER_CACHE_MB = 2048

@@ -19,6 +19,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from nmtvariants.inference.defaults import DECODER_CACHE_MB
+
+# What a decoding job holds besides the model and its decoder cache: the interpreter, torch, the
+# encoder states and one step's logits (~1 GB for the BASE model, beam 16, batches of 64).
+DECODING_OVERHEAD_MB = 1000
+
 
 @dataclass(frozen=True)
 class StageCost:
@@ -113,6 +119,12 @@ def train_mem_mb(configured_mb: int, size_mb: float, attempt: int = 1) -> int:
     (stage ``train_data``: reading and binarising the BPE'd corpus in the process), with headroom."""
     data = STAGES["train_data"].peak_mb(size_mb) * MEMORY_HEADROOM
     return grown(max(configured_mb, data), attempt)
+
+
+def decoding_mem_mb(floor_mb: int, size_mb: float, attempt: int = 1) -> int:
+    """A translation job: its inputs (the model, twice), the decoder cache that ``translate`` keeps
+    each batch within (``DECODER_CACHE_MB``) and the rest, above the floor, grown for a retry."""
+    return grown(max(floor_mb, 2 * size_mb + DECODER_CACHE_MB + DECODING_OVERHEAD_MB), attempt)
 
 
 def input_sized_mb(floor_mb: int, size_mb: float, attempt: int = 1) -> int:

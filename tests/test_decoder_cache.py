@@ -78,3 +78,19 @@ def test_cache_grows_past_its_first_capacity() -> None:
         layer.append(k, k)
         keys.append(k)
     torch.testing.assert_close(layer.row_keys_values()[0], torch.cat(keys, 2))
+
+
+def test_a_known_length_is_allocated_once():
+    """Beam search knows its longest decode: the keys and values are allocated at that size once, not
+    grown by doubling (which held up to twice the positions, and both copies while growing)."""
+    for positions, expected in ((331, 331), (0, 512)):
+        cache = DecoderCache.for_layers(1, group=2, positions=positions)
+        layer = cache.layers[0]
+        allocations = []
+        for _ in range(331):
+            cache.advance(4, 1, torch.device("cpu"))
+            layer.append(torch.zeros(4, 2, 1, 3), torch.zeros(4, 2, 1, 3))
+            if not allocations or allocations[-1] != layer.k.size(2) // 2:
+                allocations.append(layer.k.size(2) // 2)
+        assert allocations[-1] == expected
+        assert len(allocations) == (1 if positions else 6)  # 16, 32, ..., 512

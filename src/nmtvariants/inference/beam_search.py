@@ -119,9 +119,9 @@ def _search(
     memories = model.encode_inputs(inputs)
     # the decoder's streams: one row per hypothesis, the k beams of sentence i at rows i*k .. i*k+k-1
     aux = {name: stream.repeat_interleave(k, 0) for name, stream in inputs.aux.items()}
-    cache = model.new_cache(group=k)
     limit = max_lengths(src, max_len_a, max_len_b)  # [B]
     steps = int(limit.max()) + 1
+    cache = model.new_cache(group=k, positions=steps)
     alive = torch.arange(batch, device=device)  # original index of each live sentence
 
     tokens = torch.full((batch * k, steps + 1), PAD_ID, dtype=torch.long, device=device)

@@ -31,8 +31,9 @@ from nmtvariants.models.attention import future_mask
 class BeamAncestry:
     """For each live row and position: the slot (0..g-1) that holds its ancestor's key there."""
 
-    def __init__(self, group: int) -> None:
+    def __init__(self, group: int, positions: int = 0) -> None:
         self.group = group
+        self.positions = positions  # the first allocation's capacity: a decode's known length
         self.slots: torch.Tensor | None = None  # [sentences, g, capacity] long
         self.length = 0
 
@@ -42,7 +43,7 @@ class BeamAncestry:
         sentences = rows // g
         end = self.length + new
         if self.slots is None or end > self.slots.size(2):
-            capacity = max(end, 2 * (0 if self.slots is None else self.slots.size(2)), 16)
+            capacity = max(end, self.positions if self.slots is None else 2 * self.slots.size(2), 16)
             grown = torch.empty((sentences, g, capacity), dtype=torch.long, device=device)
             if self.slots is not None:
                 grown[:, :, : self.length] = self.slots[:, :, : self.length]
@@ -84,7 +85,7 @@ class LayerCache:
         g = self.group
         end = self.length + new
         if self.k is None or end * g > self.k.size(2):
-            capacity = max(end, 2 * (0 if self.k is None else self.k.size(2) // g), 16)
+            capacity = max(end, self.ancestry.positions if self.k is None else 2 * (self.k.size(2) // g), 16)
             shape = (rows // g, heads, capacity * g, d_head)
             grown_k, grown_v = k.new_empty(shape), v.new_empty(shape)
             if self.k is not None:
@@ -168,8 +169,11 @@ class DecoderCache:
     position: int = 0
 
     @classmethod
-    def for_layers(cls, n_layers: int, group: int = 1) -> DecoderCache:
-        ancestry = BeamAncestry(group)
+    def for_layers(cls, n_layers: int, group: int = 1, positions: int = 0) -> DecoderCache:
+        """``positions``: how many the decode will write at most, if known: the keys and values are
+        then allocated once at that size instead of grown by doubling (which held up to twice the
+        positions, and both copies while growing)."""
+        ancestry = BeamAncestry(group, positions)
         return cls(ancestry, [LayerCache(ancestry) for _ in range(n_layers)])
 
     @property

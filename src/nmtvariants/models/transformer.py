@@ -152,8 +152,8 @@ class Transformer(nn.Module):
             )
 
     # ------------------------------------------------------------------ decoder
-    def new_cache(self, group: int = 1) -> DecoderCache:
-        return DecoderCache.for_layers(len(self.decoder_layers), group=group)
+    def new_cache(self, group: int = 1, positions: int = 0) -> DecoderCache:
+        return DecoderCache.for_layers(len(self.decoder_layers), group=group, positions=positions)
 
     def decode_states(
         self,

@@ -278,7 +278,11 @@ def decode(args: argparse.Namespace) -> None:
         full_set_sentences=len((bpe / "newstest2014-full.en").read_text().splitlines()),
         source_bpe_tokens=sum(source_tokens), threads=args.threads, dtype=args.dtype,
         settings={key: settings[key] for key in ("beam", "alpha", "max_len_a", "max_len_b")},
-        stages=measured, scores=json.loads((out / "scores.json").read_text()),
+        stages=measured,
+        scores={"scores": {  # the scores only: the file also names this machine's paths
+            metric: {"score": value["score"]}
+            for metric, value in json.loads((out / "scores.json").read_text())["scores"].items()
+        }},
     )  # fmt: skip
     path = args.work / "scale_run.json"
     run_record = json.loads(path.read_text())

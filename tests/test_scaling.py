@@ -42,9 +42,9 @@ def test_requests_grow_with_input_and_attempt() -> None:
 def test_decoding_memory_covers_the_model_and_the_cache_budget() -> None:
     """translate keeps each batch's decoder cache within DECODER_CACHE_MB (inference/translate.py), so
     a job holds the model, that budget and a fixed rest: the BASE model's decode (beam 16, WMT
-    sentences) peaked at 9.5 GB in batches of 64 before the budget (scale_data_path.md)."""
+    sentences) peaked at 9.5 GB in batches of 64 before the budget, 3.6 GB with it (scale_data_path.md)."""
     base, big = 240.0, 840.0  # MiB: averaged BASE and BIG checkpoints
-    assert costs.decoding_mem_mb(4000, base) == 4000
+    assert costs.decoding_mem_mb(4000, base) == 2 * 240 + 2048 + 1500 >= 3610  # MB, the measured peak
     expected = 2 * big + costs.DECODER_CACHE_MB + costs.DECODING_OVERHEAD_MB
     assert costs.decoding_mem_mb(4000, big) == math.ceil(expected)
     assert costs.decoding_mem_mb(4000, big, attempt=2) == math.ceil(expected * costs.RETRY_GROWTH)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from nmtvariants.inference.defaults import DECODER_CACHE_MB
 
 # What a decoding job holds besides the model and its decoder cache: the interpreter, torch, the
-# encoder states and one step's logits (~1 GB for the BASE model, beam 16, batches of 64).
-DECODING_OVERHEAD_MB = 1000
+# encoder states, one step's logits and attention weights. The BASE model's beam-16 decode of WMT
+# sentences peaked at 3.6 GB with a 2,048 MB cache (benchmarks/results/scale_data_path.md): ~1.3 GB.
+DECODING_OVERHEAD_MB = 1500
 
 
 @dataclass(frozen=True)

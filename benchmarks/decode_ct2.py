@@ -127,9 +127,17 @@ def worker_ours(args: argparse.Namespace) -> dict:
     beam_search(model, batches[0][:2], beam_size=args.beam, min_len=2, max_len_a=0, max_len_b=2)  # warm-up
     if args.profile:
         return profile_ours(run)
+    from nmtvariants.inference import vocab_topk
+
     start = time.perf_counter()
     tokens = run()
-    return {"sentences": len(sources), "hyp_tokens": tokens, "seconds": time.perf_counter() - start}
+    seconds = time.perf_counter() - start
+    return {
+        "sentences": len(sources),
+        "hyp_tokens": tokens,
+        "seconds": seconds,
+        "vocab_pass": vocab_topk.status(),
+    }
 
 
 def worker_ct2(args: argparse.Namespace) -> dict:
@@ -239,7 +247,8 @@ def markdown(summary: dict, meta: dict, runs: list[dict]) -> str:
         f"Measured {meta['date']} on {meta['cpu']} ({meta['cpus']} CPUs), torch {meta['torch']}, "
         f"ctranslate2 {meta['ctranslate2'] or 'not run'}, {len(rounds)} rounds, modes in rotating "
         f"order, each in a fresh process. Command: `{meta['command']}`. The conversion is checked in "
-        "`ct2_convert_check.md` (identical greedy outputs, per-token log-probs equal to ~1e-5).",
+        "`ct2_convert_check.md` (identical greedy outputs, per-token log-probs equal to ~1e-5)."
+        + (f" Our pass over the vocabulary: {meta['vocab_pass']}." if meta.get("vocab_pass") else ""),
         "",
         f"What else ran: {meta['beside']} The CPU that other processes used during each run is in the "
         "table (cores, from /proc/stat minus the run's own CPU time); only the per-round ratios are "
@@ -282,7 +291,7 @@ PROFILE_GROUPS = {
         "quantized::linear_dynamic",
     ),
     "log-softmax and top-k over beam x vocabulary": ("aten::_log_softmax", "aten::topk"),
-    "copies, concatenation, gathers (head reshapes, beam and cache reordering, projection blocks)": (
+    "copies, concatenation, gathers (head reshapes, beam and cache reordering)": (
         "aten::copy_",
         "aten::cat",
         "aten::index_select",
@@ -437,6 +446,7 @@ def main() -> None:
         "ctranslate2": next((r["ctranslate2"] for r in runs if "ctranslate2" in r), None),
         "threads": args.threads,
         "sentences": runs[0]["sentences"],
+        "vocab_pass": next((r["vocab_pass"] for r in runs if "vocab_pass" in r), None),
         "beside": args.beside,
         "command": shlex.join(["python", "benchmarks/decode_ct2.py", *sys.argv[1:]]),
     }

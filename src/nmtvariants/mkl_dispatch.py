@@ -18,14 +18,15 @@ Results move only by floating-point rounding (another summation order), as betwe
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from pathlib import Path
 
+from nmtvariants import native
 from nmtvariants.hardware import cpuinfo_fields
 
 SOURCE = "int mkl_serv_intel_cpu_true(void) { return 1; }\n"
+LIBRARY_NAME = "mkl_intel_cpu_true"
 AMD_VENDOR = "AuthenticAMD"
 
 _status = "not asked for"
@@ -33,34 +34,7 @@ _status = "not asked for"
 
 def library_path() -> Path:
     """Where the compiled library is kept: the user's cache, named by the source's hash."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:12]
-    return cache / "nmtvariants" / "native" / f"mkl_intel_cpu_true-{digest}.so"
-
-
-def _compile(target: Path) -> str | None:
-    """Build the library at ``target`` (atomically); None, or why it could not be built."""
-    import shutil
-    import subprocess
-    import tempfile
-
-    compiler = shutil.which(os.environ.get("CC") or "cc") or shutil.which("gcc")
-    if compiler is None:
-        return "no C compiler (cc) to build the one-function library"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        source = Path(scratch) / "mkl_intel_cpu_true.c"
-        source.write_text(SOURCE)
-        built = Path(scratch) / target.name
-        result = subprocess.run(
-            [compiler, "-shared", "-fPIC", "-O2", "-o", str(built), str(source)],
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            return f"{compiler} failed: {result.stderr.strip()[:200]}"
-        os.replace(built, target)
-    return None
+    return native.library_path(LIBRARY_NAME, SOURCE)
 
 
 def use_fast_mkl_kernels(cpuinfo: str | None = None) -> str:
@@ -84,7 +58,7 @@ def _load(library: Path) -> str:
     import ctypes
 
     try:
-        if not library.is_file() and (why := _compile(library)) is not None:
+        if not library.is_file() and (why := native.build(library, SOURCE)) is not None:
             return f"vendor dispatch ({why})"
         ctypes.CDLL(str(library), mode=os.RTLD_GLOBAL)
     except OSError as error:

@@ -25,8 +25,10 @@ its rows), and memories, streams and search state drop finished sentences togeth
 Speed: the encoder runs once per batch; the memories and their cross-attention keys/values stay at one
 row per sentence (the K beams are folded into the query axis); self-attention keys/values are cached
 per layer and never moved (beam selection reorders an ancestry table, models/decoder_cache.py);
-finished-hypothesis bookkeeping is tensor arithmetic, with one
-host synchronisation per step (to stop and to drop finished sentences from the batch).
+of each beam's logits only its 2K best tokens and its log-normaliser are taken, in one pass that
+writes no [rows, V] log-softmax (inference/vocab_topk.py); finished-hypothesis bookkeeping is
+tensor arithmetic, with one host synchronisation per step (to stop and to drop finished sentences
+from the batch).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import torch
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.errors import ConfigError
 from nmtvariants.inference.defaults import BEAM_SIZE, MAX_LEN_A, MAX_LEN_B
+from nmtvariants.inference.vocab_topk import top_log_probs
 from nmtvariants.models.interfaces import SourceInputs
 from nmtvariants.models.transformer import Transformer
 
@@ -135,32 +138,30 @@ def _search(
     fin_count = torch.zeros(batch, dtype=torch.long, device=device)
 
     n_cand = min(2 * k, k * vocab)
+    per_beam = min(n_cand, vocab)  # a sentence's n_cand best are among each of its beams' per_beam best
     rank = torch.arange(n_cand, device=device)
     beam_offsets = torch.arange(batch, device=device)[:, None] * k
-    not_eos = torch.ones(vocab, dtype=torch.bool, device=device)
-    not_eos[EOS_ID] = False
     neg_inf = torch.tensor(float("-inf"), device=device)
     min_limit = int(limit.min())  # before this step no sentence is forced to end (host-side schedule)
 
     for t in range(steps):
         live = alive.numel()
         logits = model.decode(tokens[:, t : t + 1], memories, cache, aux)[:, 0].float()
-        cand = torch.log_softmax(logits, dim=-1).view(live, k, vocab)
-        cand.add_(scores[:, :, None])  # in place: no second [rows, V] tensor
-        cand[:, :, PAD_ID] = float("-inf")
-        cand[:, :, BOS_ID] = float("-inf")
+        # each beam's best continuations, as log-probabilities (vocab_topk: one pass, no [rows, V] copy)
+        banned = (PAD_ID, BOS_ID, EOS_ID) if t < min_len else (PAD_ID, BOS_ID)
+        best, best_token, normaliser = top_log_probs(logits, per_beam, banned)
+        cand = best.view(live, k, per_beam).add_(scores[:, :, None])
+        best_token = best_token.view(live, k, per_beam)
         forced = None
         if t >= min_limit:
-            forced = limit <= t  # [live]
-            eos = cand[:, :, EOS_ID].clone()
-            cand.masked_fill_(forced[:, None, None] & not_eos, float("-inf"))
-        if t < min_len:
-            banned_eos = neg_inf if forced is None else torch.where(forced[:, None], eos, neg_inf)
-            cand[:, :, EOS_ID] = banned_eos
-        cand = cand.view(live, k * vocab)
-        top_scores, top_index = cand.topk(n_cand, dim=1)
-        top_beam = top_index // vocab
-        top_token = top_index % vocab
+            forced = limit <= t  # [live]: these sentences end here, with </s> (even before min_len)
+            eos = (logits[:, EOS_ID] - normaliser).view(live, k) + scores
+            cand.masked_fill_(forced[:, None, None], float("-inf"))
+            cand[:, :, 0] = torch.where(forced[:, None], eos, cand[:, :, 0])
+            best_token[:, :, 0].masked_fill_(forced[:, None], EOS_ID)
+        top_scores, top_index = cand.view(live, k * per_beam).topk(n_cand, dim=1)
+        top_beam = top_index // per_beam
+        top_token = best_token.view(live, k * per_beam).gather(1, top_index)
         is_eos = top_token == EOS_ID
         finite = top_scores > float("-inf")
 

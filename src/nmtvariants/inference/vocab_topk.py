@@ -1,0 +1,117 @@
+"""Beam search's pass over the vocabulary: each row's best next tokens as log-probabilities.
+
+A beam-search step needs, of every hypothesis' logits row, only its ``2K`` best tokens and the row's
+log-normaliser (log-softmax is monotone within a row, so the sentence's ``2K`` best continuations
+are among its beams' ``2K`` best each). PyTorch does that in passes that each walk the whole
+``[rows, V]`` matrix: log-softmax writes a second matrix, the beam scores are added to it, and top-k
+sorts (value, index) pairs of every row. On the CPU those passes cost as much as a tenth of a
+beam-search step (``benchmarks/results/decode_ct2_profile_zen4.md``: 0.6 s of a 5.6 s pass).
+
+The native kernel (``vocab_topk.c``, built by :mod:`nmtvariants.native` for the host's instruction
+set) reads each row in place twice: once for its best entries (one vector comparison against the
+current r-th best per 16 logits), once for the sum of exponentials (glibc's vector ``expf``). On the
+decode benchmark's shape, 320 rows of 8,004 logits on one Zen 4 core, it takes 1.9 ms against
+5.5 ms for log-softmax and top-k (``benchmarks/vocab_topk.py``). It runs single-threaded, so it is
+used while PyTorch has at most ``NATIVE_MAX_THREADS`` threads (at two, PyTorch's two passes took
+3.9 ms); on a GPU, with more threads, or without a compiler the PyTorch passes run.
+
+Both paths give the same tokens (up to the order of equal logits; the kernel puts the lower id first)
+and log-probabilities equal to rounding (the normaliser's sum runs in another order):
+tests/test_vocab_topk.py checks them against each other and against a float64 computation.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from nmtvariants import native
+
+NATIVE_MAX_THREADS = 2
+SOURCE_FILE = Path(__file__).with_name("vocab_topk.c")
+FLAGS = ("-O3", "-march=native", "-fopenmp-simd")
+LIBRARY_NAME = "vocab_topk"
+
+_lock = threading.Lock()
+_kernel: ctypes._CFuncPtr | None = None
+_status = "not loaded yet"
+
+
+def _load() -> ctypes._CFuncPtr | None:
+    """The kernel, built and loaded once per process (None, with the reason in :func:`status`)."""
+    global _kernel, _status
+    with _lock:
+        if _status != "not loaded yet":
+            return _kernel
+        try:
+            library, why = native.built_library(LIBRARY_NAME, SOURCE_FILE.read_text(), FLAGS, ("-lm",))
+            if library is None:
+                _status = f"PyTorch ops ({why})"
+                return None
+            function = ctypes.CDLL(str(library)).top_log_probs
+        except (OSError, AttributeError) as error:
+            _status = f"PyTorch ops ({error})"
+            return None
+        pointer, size = ctypes.c_void_p, ctypes.c_int64
+        function.argtypes = [pointer, size, size, size, pointer, size, pointer, pointer, pointer]
+        function.restype = None
+        _kernel, _status = function, f"native kernel ({library.name})"
+        return _kernel
+
+
+def status() -> str:
+    """Which path the CPU pass takes in this process (loads the kernel if it was not yet)."""
+    _load()
+    return _status
+
+
+def top_log_probs(
+    logits: torch.Tensor, count: int, banned: Sequence[int] = ()
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Of each row of ``logits`` [N, V]: the ``count`` best tokens outside ``banned`` (ids), best
+    first, as (log-probabilities [N, count], token ids [N, count], log-normaliser [N]).
+
+    The log-normaliser (log-sum-exp) runs over every token, banned ones included, as log-softmax
+    does; a row with fewer than ``count`` allowed tokens is filled with -inf (token 0).
+    ``logits`` is not modified.
+    """
+    rows, vocab = logits.shape
+    if not 1 <= count <= vocab:
+        raise ValueError(f"count must be in 1..{vocab}, got {count}")
+    kernel = (
+        _load()
+        if logits.device.type == "cpu"
+        and logits.dtype == torch.float32
+        and torch.get_num_threads() <= NATIVE_MAX_THREADS
+        else None
+    )
+    if kernel is None:
+        return _torch_top_log_probs(logits, count, banned)
+    logits = logits.contiguous()
+    values = torch.empty(rows, count)
+    tokens = torch.empty(rows, count, dtype=torch.long)
+    normaliser = torch.empty(rows)
+    banned_ids = torch.tensor(list(banned), dtype=torch.long)
+    kernel(
+        logits.data_ptr(), rows, vocab, count, banned_ids.data_ptr(), banned_ids.numel(),
+        values.data_ptr(), tokens.data_ptr(), normaliser.data_ptr(),
+    )  # fmt: skip
+    return values.sub_(normaliser[:, None]), tokens, normaliser
+
+
+def _torch_top_log_probs(
+    logits: torch.Tensor, count: int, banned: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The same with PyTorch's own operators (GPU, many threads, no compiler)."""
+    logits = logits.float()
+    normaliser = torch.logsumexp(logits, dim=-1)
+    if banned:
+        index = torch.tensor(list(banned), dtype=torch.long, device=logits.device)
+        logits = logits.index_fill(1, index, float("-inf"))
+    values, tokens = logits.topk(count, dim=1)
+    tokens = tokens.masked_fill(values == float("-inf"), 0)
+    return values.sub_(normaliser[:, None]), tokens, normaliser

@@ -114,3 +114,16 @@ def test_a_failing_build_falls_back_to_pytorch_and_says_why(tmp_path, monkeypatc
     _, tokens, _ = top_log_probs(logits, 4, [0])
     assert vocab_topk.status() == "PyTorch ops (no C compiler (cc))"
     assert tokens.tolist() == reference(logits, 4, [0])[1]
+
+
+def test_the_benchmark_times_three_ways_to_the_same_candidates():
+    """benchmarks/vocab_topk.py compares like with like: each way's sentence-level best scores agree."""
+    from benchmark_loader import load_benchmark
+
+    ways = load_benchmark("vocab_topk").methods(torch, vocab_topk)
+    generator = torch.Generator().manual_seed(11)
+    logits = torch.randn(4 * 3, 500, generator=generator) * 3
+    scores = -torch.rand(4, 3, generator=generator) * 5
+    results = {name: way(logits.clone(), scores, 3).values for name, way in ways.items()}
+    for name, values in results.items():
+        torch.testing.assert_close(values, results["log_softmax + top-k"], atol=1e-5, rtol=0, msg=name)

@@ -11,9 +11,11 @@ The native kernel (``vocab_topk.c``, built by :mod:`nmtvariants.native` for the 
 set) reads each row in place twice: once for its best entries (one vector comparison against the
 current r-th best per 16 logits), once for the sum of exponentials (glibc's vector ``expf``). On the
 decode benchmark's shape, 320 rows of 8,004 logits on one Zen 4 core, it takes 1.9 ms against
-5.5 ms for log-softmax and top-k (``benchmarks/vocab_topk.py``). It runs single-threaded, so it is
-used while PyTorch has at most ``NATIVE_MAX_THREADS`` threads (at two, PyTorch's two passes took
-3.9 ms); on a GPU, with more threads, or without a compiler the PyTorch passes run.
+6.1 ms for log-softmax and top-k as beam search did them (``benchmarks/vocab_topk.py``: 2.1-2.8x
+over 3,000 to 37,000 types). It runs single-threaded, so it is used while PyTorch has at most
+``NATIVE_MAX_THREADS`` threads (at two, PyTorch's passes took 3.9 ms); on a GPU, with more threads,
+or without a compiler PyTorch's operators run, per row (1.05-1.3x the time of the former top-k per
+sentence on one CPU thread, the price of one code path).
 
 Both paths give the same tokens (up to the order of equal logits; the kernel puts the lower id first)
 and log-probabilities equal to rounding (the normaliser's sum runs in another order):
@@ -106,12 +108,13 @@ def top_log_probs(
 def _torch_top_log_probs(
     logits: torch.Tensor, count: int, banned: Sequence[int]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The same with PyTorch's own operators (GPU, many threads, no compiler)."""
+    """The same with PyTorch's own operators (GPU, many threads, no compiler): log-softmax, banned
+    tokens masked in place, top-k per row; the normaliser is read off the best token (logit minus
+    log-probability), which costs no further pass over the row."""
     logits = logits.float()
-    normaliser = torch.logsumexp(logits, dim=-1)
+    log_probs = torch.log_softmax(logits, dim=-1)
     if banned:
-        index = torch.tensor(list(banned), dtype=torch.long, device=logits.device)
-        logits = logits.index_fill(1, index, float("-inf"))
-    values, tokens = logits.topk(count, dim=1)
-    tokens = tokens.masked_fill(values == float("-inf"), 0)
-    return values.sub_(normaliser[:, None]), tokens, normaliser
+        log_probs[:, list(banned)] = float("-inf")
+    values, tokens = log_probs.topk(count, dim=1)
+    normaliser = (logits.gather(1, tokens[:, :1]) - values[:, :1]).squeeze(1)
+    return values, tokens.masked_fill(values == float("-inf"), 0), normaliser

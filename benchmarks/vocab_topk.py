@@ -18,12 +18,13 @@ Usage: ``python benchmarks/vocab_topk.py [--rounds 5] [--threads 1] [--beside TE
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from result_files import write_record
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -90,22 +91,31 @@ def measure(rounds: int, threads: int) -> tuple[list[dict], str]:
     return rows, status
 
 
+TITLE = "# Beam search's pass over the vocabulary: native kernel against PyTorch (benchmarks/vocab_topk.py)"
+EXPLAINED = (
+    "One call: a step's candidate selection for all sentences (2K per sentence out of K x V), from "
+    "logits to the sentence-level top-k. *x native*: that method's time over the native kernel's, "
+    "per round (median, then each round)."
+)
+HEADER = (
+    "| sentences x beam, vocabulary | method | ms per call (median) | x native (per round) |\n"
+    "|---|---|---:|---|"
+)
+
+
 def markdown(result: dict) -> str:
-    meta, rows = result["meta"], result["rows"]
-    lines = [
-        "# Beam search's pass over the vocabulary: native kernel against PyTorch (benchmarks/vocab_topk.py)",
-        "",
+    meta = result["meta"]
+    setting = (
         f"Measured {meta['date']} on {meta['cpu']}, torch {meta['torch']}, {meta['threads']} thread(s), "
         f"{meta['rounds']} rounds, methods interleaved in rotating order, {CALLS} calls each; the kernel: "
-        f"{meta['status']}. What else ran: {meta['beside']}. Command: `{meta['command']}`.",
-        "",
-        "One call: a step's candidate selection for all sentences (2K per sentence out of K x V), from "
-        "logits to the sentence-level top-k. *x native*: that method's time over the native kernel's, "
-        "per round (median, then each round).",
-        "",
-        "| sentences x beam, vocabulary | method | ms per call (median) | x native (per round) |",
-        "|---|---|---:|---|",
-    ]
+        f"{meta['status']}. What else ran: {meta['beside']}. Command: `{meta['command']}`."
+    )
+    return "\n\n".join([TITLE, setting, EXPLAINED, "\n".join([HEADER, *table_rows(result["rows"])])]) + "\n"
+
+
+def table_rows(rows: list[dict]) -> list[str]:
+    """One row per shape and method: median ms and the per-round ratios to the native kernel."""
+    lines = []
     for shape in sorted({tuple(r["shape"]) for r in rows}, key=lambda s: s[2]):
         mine = [r for r in rows if tuple(r["shape"]) == shape]
         native = {r["round"]: r["ms"] for r in mine if r["method"] == "native"}
@@ -117,7 +127,7 @@ def markdown(result: dict) -> str:
                 f"| {shape[0]} x {shape[1]}, {shape[2]:,} | {method} | {median_ms:.2f} | "
                 f"**{statistics.median(ratios):.2f}** ({', '.join(f'{x:.2f}' for x in ratios)}) |"
             )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main() -> None:
@@ -146,8 +156,7 @@ def main() -> None:
     }
     result = {"meta": meta, "rows": rows}
     out = Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
+    write_record(out.parent, out.name, result, markdown(result))
     print(markdown(result))
 
 

@@ -145,7 +145,9 @@ class CrossAttentionBlock(SubLayer):
         if cache is None:
             return self.memory_kv(memories, ctx)
         if cache.cross is None:
-            cache.cross = self.memory_kv(memories, ctx)
+            # heads-first and contiguous once, so that every step's attention products read them as
+            # views instead of copying them ([B, H, S, d_head] from split heads is a transposed view)
+            cache.cross = [(k.contiguous(), v.contiguous()) for k, v in self.memory_kv(memories, ctx)]
         return cache.cross
 
     def forward(

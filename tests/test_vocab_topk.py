@@ -76,21 +76,6 @@ def test_rows_with_fewer_allowed_tokens_than_asked_are_filled_with_minus_infinit
     assert log_probs[0, 2:].tolist() == [float("-inf")] * 2
 
 
-def test_rows_shared_out_among_threads_give_the_single_thread_result():
-    logits = torch.randn(200, 3001, generator=torch.Generator().manual_seed(5)) * 4
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        alone = top_log_probs(logits, 10, [0, 1])
-        torch.set_num_threads(3)  # 3 shares of 66-67 rows, uneven bounds included
-        shared = top_log_probs(logits, 10, [0, 1])
-    finally:
-        torch.set_num_threads(threads)
-    for one, other in zip(alone, shared, strict=True):
-        assert torch.equal(one, other)
-    assert shared[1].tolist() == reference(logits, 10, [0, 1])[1]
-
-
 def test_large_logits_do_not_overflow_the_normaliser():
     logits = torch.tensor([[1e4, 1e4 - 1.0, -1e4, 0.0], [-3e4, -3e4 + 2.0, -3e4 + 1.0, -3e4]])
     log_probs, tokens, normaliser = top_log_probs(logits, 2, [])

@@ -12,9 +12,9 @@ set) reads each row in place twice: once for its best entries (one vector compar
 current r-th best per 16 logits), once for the sum of exponentials (glibc's vector ``expf``). On the
 decode benchmark's shape, 320 rows of 8,004 logits on one Zen 4 core, it takes 1.9 ms against
 6.1 ms for log-softmax and top-k as beam search did them (``benchmarks/vocab_topk.py``: 2.1-2.8x
-over 3,000 to 37,000 types). With several PyTorch threads the rows
-are shared out among as many Python threads (ctypes releases the GIL during the call). On a GPU or
-without a compiler PyTorch's operators run, per row (1.05-1.3x the time of the former top-k per
+over 3,000 to 37,000 types). It runs single-threaded, so it is used while PyTorch has at most
+``NATIVE_MAX_THREADS`` threads (at two, PyTorch's passes took 3.9 ms); on a GPU, with more threads,
+or without a compiler PyTorch's operators run, per row (1.05-1.3x the time of the former top-k per
 sentence on one CPU thread, the price of one code path).
 
 Both paths give the same tokens (up to the order of equal logits; the kernel puts the lower id first)
@@ -27,15 +27,13 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from itertools import pairwise
 from pathlib import Path
 
 import torch
 
 from nmtvariants import native
 
-ROWS_PER_THREAD = 32  # below this many rows a thread's share is not worth handing out
+NATIVE_MAX_THREADS = 2
 SOURCE_FILE = Path(__file__).with_name("vocab_topk.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp-simd")
 LIBRARY_NAME = "vocab_topk"
@@ -43,7 +41,6 @@ LIBRARY_NAME = "vocab_topk"
 _lock = threading.Lock()
 _kernel: ctypes._CFuncPtr | None = None
 _status = "not loaded yet"
-_pool: tuple[int, ThreadPoolExecutor] | None = None  # (its thread count, the pool)
 
 
 def _load() -> ctypes._CFuncPtr | None:
@@ -87,7 +84,13 @@ def top_log_probs(
     rows, vocab = logits.shape
     if not 1 <= count <= vocab:
         raise ValueError(f"count must be in 1..{vocab}, got {count}")
-    kernel = _load() if logits.device.type == "cpu" and logits.dtype == torch.float32 else None
+    kernel = (
+        _load()
+        if logits.device.type == "cpu"
+        and logits.dtype == torch.float32
+        and torch.get_num_threads() <= NATIVE_MAX_THREADS
+        else None
+    )
     if kernel is None:
         return _torch_top_log_probs(logits, count, banned)
     logits = logits.contiguous()
@@ -95,35 +98,11 @@ def top_log_probs(
     tokens = torch.empty(rows, count, dtype=torch.long)
     normaliser = torch.empty(rows)
     banned_ids = torch.tensor(list(banned), dtype=torch.long)
-
-    def run(start: int, end: int) -> None:
-        kernel(
-            logits.data_ptr() + start * vocab * 4, end - start, vocab, count,
-            banned_ids.data_ptr(), banned_ids.numel(),
-            values.data_ptr() + start * count * 4, tokens.data_ptr() + start * count * 8,
-            normaliser.data_ptr() + start * 4,
-        )  # fmt: skip
-
-    threads = max(1, min(torch.get_num_threads(), rows // ROWS_PER_THREAD))
-    if threads == 1:
-        run(0, rows)
-    else:  # the call releases the GIL: the threads' shares of the rows run side by side
-        bounds = [rows * i // threads for i in range(threads + 1)]
-        shares = [_threads(threads).submit(run, a, b) for a, b in pairwise(bounds)]
-        for share in shares:
-            share.result()
+    kernel(
+        logits.data_ptr(), rows, vocab, count, banned_ids.data_ptr(), banned_ids.numel(),
+        values.data_ptr(), tokens.data_ptr(), normaliser.data_ptr(),
+    )  # fmt: skip
     return values.sub_(normaliser[:, None]), tokens, normaliser
-
-
-def _threads(count: int) -> ThreadPoolExecutor:
-    """A pool of ``count`` threads for the kernel's shares (made anew when PyTorch's count changes)."""
-    global _pool
-    with _lock:
-        if _pool is None or _pool[0] != count:
-            if _pool is not None:
-                _pool[1].shutdown(wait=False)
-            _pool = (count, ThreadPoolExecutor(max_workers=count, thread_name_prefix="vocab_topk"))
-        return _pool[1]
 
 
 def _torch_top_log_probs(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import sys
 import time
@@ -152,7 +153,7 @@ def main() -> None:
         "rounds": args.rounds,
         "status": status,
         "beside": args.beside,
-        "command": "python benchmarks/vocab_topk.py " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/vocab_topk.py " + shlex.join(sys.argv[1:]),
     }
     result = {"meta": meta, "rows": rows}
     out = Path(args.out)

@@ -13,9 +13,11 @@ current r-th best per 16 logits), once for the sum of exponentials (glibc's vect
 decode benchmark's shape, 320 rows of 8,004 logits on one Zen 4 core, it takes 1.9 ms against
 6.1 ms for log-softmax and top-k as beam search did them (``benchmarks/vocab_topk.py``: 2.1-2.8x
 over 3,000 to 37,000 types). It runs single-threaded, so it is used while PyTorch has at most
-``NATIVE_MAX_THREADS`` threads (at two, PyTorch's passes took 3.9 ms); on a GPU, with more threads,
-or without a compiler PyTorch's operators run, per row (1.05-1.3x the time of the former top-k per
-sentence on one CPU thread, the price of one code path).
+``NATIVE_MAX_THREADS`` threads: at two, PyTorch's passes on both cores are still 1.35-2.6x slower
+than the kernel on one (``results/vocab_topk_2threads.md``). Sharing the rows among Python threads
+(the ctypes call releases the GIL) did not pay: PyTorch's OpenMP workers spin on the cores after
+each operator. On a GPU, with more threads, or without a compiler PyTorch's operators run, per row
+(1.05-1.3x the time of the former top-k per sentence on one CPU thread, the price of one code path).
 
 Both paths give the same tokens (up to the order of equal logits; the kernel puts the lower id first)
 and log-probabilities equal to rounding (the normaliser's sum runs in another order):

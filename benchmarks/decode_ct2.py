@@ -292,7 +292,11 @@ PROFILE_GROUPS = {
         "aten::bmm",
         "quantized::linear_dynamic",
     ),
-    "log-softmax and top-k over beam x vocabulary": ("aten::_log_softmax", "aten::topk"),
+    "log-softmax and top-k over beam x vocabulary (nmtvariants::vocab_topk: the native pass)": (
+        "aten::_log_softmax",
+        "aten::topk",
+        "nmtvariants::vocab_topk",
+    ),
     "copies, concatenation, gathers (head reshapes, beam and cache reordering)": (
         "aten::copy_",
         "aten::cat",

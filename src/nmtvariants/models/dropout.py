@@ -6,10 +6,8 @@ draw and a float compare per element), about a sixth of the whole update on 2 co
 64-bit draw from the same generator (``random_`` over the whole int64 range: 64 uniform bits) is
 read as four 16-bit fields and each field is compared with a threshold: four mask bits per draw,
 one contiguous comparison, and no float work. (Until 2026-11-27 the draws were ``random_()``'s 63
-bits, read as three fields through a strided view: a third more draws and a slower comparison. In a
-profiled window of the benchmark's updates the masks took 0.54 s instead of 1.27 s of 14-16 s; the
-training throughput moved by 1.009x, 0.995-1.031 over four interleaved rounds,
-``benchmarks/results/ab_dropout_masks.md``. The masks, and so any run with dropout on the CPU,
+bits, read as three fields through a strided view: a third more draws and a slower comparison, ~8%
+of the benchmark's update against ~4% now; the masks, and so any run with dropout on the CPU,
 changed with it.)
 
 The drop probability is quantised to 1/65536: ``p`` becomes ``round(p * 65536) / 65536`` (0.1 ->

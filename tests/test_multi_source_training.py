@@ -33,6 +33,10 @@ from nmtvariants.reporting.manifest import Entry, write_manifest
 from nmtvariants.vision.features import standardise_regions
 
 VOCAB, CHANNELS, REGIONS, BATCH, STEPS = 24, 64, 4, 32, 150
+# The claims are about means over these training seeds (model initialisation and data): one seed's
+# gap to the baseline moves by +-0.3 with the seed or the dropout stream (the raw-feature gap was 0.99
+# with one stream of dropout masks and 0.44 with another), three seeds' mean by about half that.
+SEEDS = (0, 1, 2)
 SIZE = {"d_model": 32, "n_heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1}
 STRATEGIES = ["serial", "parallel", "flat", "hierarchical"]
 
@@ -61,19 +65,19 @@ def copy_batch(generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @cache
-def final_loss(multi_source: tuple[tuple[str, object], ...], extra: str | None) -> float:
-    """Mean training loss over the last 10 of STEPS Adam updates on the copy task.
+def final_loss(multi_source: tuple[tuple[str, object], ...], extra: str | None, seed: int) -> float:
+    """Mean training loss over the last 10 of STEPS Adam updates on the copy task, training seed ``seed``.
 
     ``extra``: what the model reads besides the copied source: "features" (a ReLU-scale grid),
     "standardised" (the same grid through the extraction's standardisation), "noise" (a second source
     of random words) or None (the text-only baseline).
     """
     options = {key: dict(value) if isinstance(value, tuple) else value for key, value in multi_source}
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     variant = {"multi_source": options} if options else {}
     model = build_model(model_config("tiny", overrides=SIZE, variant=variant), VOCAB)
     optimiser = torch.optim.Adam(model.parameters(), lr=3e-3)
-    generator = torch.Generator().manual_seed(1)
+    generator = torch.Generator().manual_seed(seed + 1)
     losses = []
     for _ in range(STEPS):
         src, tgt = copy_batch(generator)
@@ -99,6 +103,15 @@ def final_loss(multi_source: tuple[tuple[str, object], ...], extra: str | None) 
     return sum(losses[-10:]) / 10
 
 
+def mean_loss(multi_source: tuple[tuple[str, object], ...], extra: str | None) -> float:
+    return sum(final_loss(multi_source, extra, seed) for seed in SEEDS) / len(SEEDS)
+
+
+def gap_to_baseline(multi_source: tuple[tuple[str, object], ...], extra: str | None) -> float:
+    """Mean over SEEDS of the variant's final loss minus the text-only baseline's of the same seed."""
+    return mean_loss(multi_source, extra) - mean_loss((), None)
+
+
 def test_layer_norm_option_puts_the_feature_memory_on_the_scale_of_the_text_memory():
     """With ``layer_norm: true``, per region the feature states have mean 0 and unit variance before
     the LayerNorm's gain (1 at init), like the text encoder's final LayerNorm output, whatever the
@@ -119,30 +132,29 @@ def test_layer_norm_option_puts_the_feature_memory_on_the_scale_of_the_text_memo
 
 
 def test_flat_paper_encoder_learns_from_standardised_features_but_not_from_raw_resnet_scale_ones():
-    """The paper's encoder (no LayerNorm) on the raw ReLU-scale grid: the loss stays near 2.9 (the
-    baseline reaches ~1.9); the same grid standardised per region at extraction: like the baseline."""
-    baseline = final_loss((), None)
+    """The paper's encoder (no LayerNorm) on the raw ReLU-scale grid: the loss stays near 2.7 (the
+    baseline reaches ~1.9; per seed gaps of 0.6-1.1); the same grid standardised per region at
+    extraction: like the baseline (gaps of 0.1-0.2)."""
     paper = (("strategy", "flat"), ("features", (("channels", CHANNELS),)))
-    assert baseline < 2.3
-    assert final_loss(paper, "features") > baseline + 0.6
-    standardised = final_loss(paper, "standardised")
-    assert standardised < baseline + 0.35, (standardised, baseline)
+    assert mean_loss((), None) < 2.3
+    raw = gap_to_baseline(paper, "features")
+    assert raw > 0.5, raw
+    standardised = gap_to_baseline(paper, "standardised")
+    assert standardised < 0.35, standardised
 
 
 def test_flat_model_with_the_layer_norm_option_learns_from_raw_resnet_scale_features():
-    baseline = final_loss((), None)
     features = (("channels", CHANNELS), ("layer_norm", True))
-    flat = final_loss((("strategy", "flat"), ("features", features)), "features")
-    assert flat < baseline + 0.35, (flat, baseline)
+    gap = gap_to_baseline((("strategy", "flat"), ("features", features)), "features")
+    assert gap < 0.35, gap
 
 
 @pytest.mark.parametrize("strategy", ["hierarchical", "flat"])
 def test_two_source_model_learns_to_copy_its_informative_source_past_a_noise_source(strategy):
     """The second source is random words: the model must learn to read the first one through the
     strategy's combination (for hierarchical: through the second-level attention over contexts)."""
-    baseline = final_loss((), None)
-    loss = final_loss((("strategy", strategy), ("sources", 2)), "noise")
-    assert loss < baseline + 0.35, (loss, baseline)
+    gap = gap_to_baseline((("strategy", strategy), ("sources", 2)), "noise")
+    assert gap < 0.35, gap
 
 
 # --- Table 2 with every strategy ----------------------------------------------------------------------

@@ -320,17 +320,27 @@ def processes(args: argparse.Namespace) -> None:
     the largest process (``RUSAGE_CHILDREN``), on the English training side of ``--work``."""
     output = args.work / "processes"
     output.mkdir(exist_ok=True)
+    commands = pooled_stage_commands(args.work, output, args.processes)
+    when = dict(date=time.strftime("%Y-%m-%d"), commit=git_commit())
     measured = {
-        stage: timed(command, output / f"{stage}.log", REPO)
-        for stage, command in pooled_stage_commands(args.work, output, args.processes).items()
+        stage: {**timed(commands[stage], output / f"{stage}.log", REPO), **when}
+        for stage in args.stages or commands
     }
     for produced in output.glob("*.en"):
         produced.unlink()
     path = args.work / "scale_run.json"
     record = json.loads(path.read_text())
+    earlier = record.get("largest_process") if args.stages else None
+    if earlier and earlier["processes"] != args.processes:
+        raise SystemExit(
+            f"{path}: its stages ran with {earlier['processes']} workers; measure them all again"
+        )
+    stages = {  # a stage measured before this one carries the record's own date and commit
+        stage: {"date": earlier["date"], "commit": earlier["commit"], **values}
+        for stage, values in (earlier["stages"] if earlier else {}).items()
+    }
     record["largest_process"] = dict(
-        date=time.strftime("%Y-%m-%d"), commit=git_commit(), machine=machine(), processes=args.processes,
-        stages=measured,
+        **when, machine=machine(), processes=args.processes, stages={**stages, **measured},
     )  # fmt: skip
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record["largest_process"]))
@@ -643,8 +653,17 @@ def largest_process_lines(records: list[dict]) -> list[str]:
             )
             + f" | {_fmt(ratio)} |"
         )
-    when = measured[-1]["largest_process"]
-    return [*lines, "", f"({when['date']}, {when['machine']}, commit {when['commit']})", ""]
+    by_commit: dict[tuple[str, str], list[str]] = {}
+    for record in measured:
+        for stage, values in record["largest_process"]["stages"].items():
+            key = (values.get("date", record["largest_process"]["date"]),
+                   values.get("commit", record["largest_process"]["commit"]))  # fmt: skip
+            by_commit.setdefault(key, []).append(f"{stage} at {record['corpus']['pairs']:,} pairs")
+    machine_name = measured[-1]["largest_process"]["machine"]
+    when = "; ".join(
+        f"{', '.join(names)}: {date}, commit {commit}" for (date, commit), names in by_commit.items()
+    )
+    return [*lines, "", f"({machine_name}; {when})", ""]
 
 
 def decode_lines(records: list[dict]) -> list[str]:
@@ -725,6 +744,10 @@ def main() -> None:
     )
     processes_parser.add_argument("--work", type=Path, required=True)
     processes_parser.add_argument("--processes", type=int, default=2, help="the pool's workers (rules: 2)")
+    processes_parser.add_argument(
+        "--stages", nargs="+", choices=("tokenize", "truecase_apply", "bpe_apply"),
+        help="measure these again, keep the others' figures (default: all)",
+    )  # fmt: skip
     processes_parser.set_defaults(func=processes)
     collect_parser = commands.add_parser("collect", help="record the finished jobs of a run stopped early")
     collect_parser.add_argument("--work", type=Path, required=True)

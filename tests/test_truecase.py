@@ -15,8 +15,9 @@ from sacremoses import MosesTruecaser
 
 from nmtvariants.errors import InputError, MissingResourceError
 from nmtvariants.fileio import read_lines
+from nmtvariants.text import truecase
 from nmtvariants.text.moses import NormalizeTokenize
-from nmtvariants.text.truecase import Detruecaser, Truecaser, train_truecaser
+from nmtvariants.text.truecase import Detruecaser, Truecaser, load_truecase_model, train_truecaser
 
 SENTENCE_END = {".", ":", "?", "!"}
 DELAYED_START_TRAIN = {"(", "[", '"', "'", "&apos;", "&quot;", "&#91;", "&#93;"}
@@ -124,6 +125,34 @@ def test_streamed_training_writes_sacremoses_own_model(
     assert model.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("chunk_lines", [1, 7, 10_000])
+def test_chunked_model_loading_gives_sacremoses_own_model(
+    model: Path, chunk_lines: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_truecase_model converts the file a chunk at a time; the model must be the one sacremoses'
+    own loader builds (its `best` and `known`), whatever the chunk size."""
+    monkeypatch.setattr(truecase, "MODEL_CHUNK_LINES", chunk_lines)
+    reference = MosesTruecaser(load_from=str(model)).model
+    loaded = load_truecase_model(model, MosesTruecaser())
+    assert loaded["best"] == reference["best"]
+    assert loaded["known"] == reference["known"]
+    assert len(loaded["best"]) > 1000
+
+
+def test_a_type_spread_over_two_chunks_is_merged_as_sacremoses_merges_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not what Moses or sacremoses write (one line per type), but a valid file: sacremoses merges the
+    counts of both lines, and so must the loader when the lines fall in different chunks."""
+    path = tmp_path / "model"
+    path.write_text("Haus (1/3) haus (2)\nBaum (5/5)\nHAUS (9)\n", encoding="utf-8")
+    monkeypatch.setattr(truecase, "MODEL_CHUNK_LINES", 1)
+    reference = MosesTruecaser(load_from=str(path)).model
+    loaded = load_truecase_model(path, MosesTruecaser())
+    assert loaded["best"] == reference["best"] == {"haus": "HAUS", "baum": "Baum"}
+    assert loaded["known"] == reference["known"]
+
+
 def test_apply_equals_truecase_perl(corpus: dict[str, list[str]], model: Path) -> None:
     truecaser = Truecaser(model)
     best, known = perl_load(model)
@@ -161,4 +190,7 @@ def test_missing_and_broken_model(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.write_text("word (3/3) odd\n", encoding="utf-8")
     with pytest.raises(InputError, match="broken"):
+        Truecaser(broken)
+    broken.write_text("word (3/3)\nother (x/3)\n", encoding="utf-8")
+    with pytest.raises(InputError, match="broken:2: count '\\(x/3\\)' is not an integer"):
         Truecaser(broken)

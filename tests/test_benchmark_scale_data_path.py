@@ -23,7 +23,24 @@ def test_the_largest_process_table_sets_100_against_10_percent():
     }
     lines = bench.largest_process_lines([small, full])
     assert "| bpe_apply | 30 / 29 / 100 | 300 / 290 / 150 | 1.50 |" in lines
+    assert (
+        lines[-2] == "(cpu; bpe_apply at 452,062 pairs, bpe_apply at 4,520,620 pairs: 2026-11-27, commit abc)"
+    )
     assert bench.largest_process_lines([{"corpus": {"pairs": 1}}]) == []
+
+
+def test_a_stage_measured_again_names_its_own_commit():
+    meta = dict(date="2026-11-27", machine="cpu", commit="new", processes=2)
+    again = {**stage(40, 39, 120), "date": "2026-11-28", "commit": "new"}
+    kept = {**stage(30, 29, 100), "date": "2026-11-27", "commit": "old"}
+    record = {
+        "corpus": {"pairs": 10},
+        "largest_process": {**meta, "stages": {"bpe_apply": kept, "truecase_apply": again}},
+    }
+    assert bench.largest_process_lines([record])[-2] == (
+        "(cpu; bpe_apply at 10 pairs: 2026-11-27, commit old;"
+        " truecase_apply at 10 pairs: 2026-11-28, commit new)"
+    )
 
 
 def test_the_decoding_paragraph_projects_the_full_set_from_the_sample():

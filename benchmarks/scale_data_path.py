@@ -658,7 +658,9 @@ def largest_process_lines(records: list[dict]) -> list[str]:
         for stage, values in record["largest_process"]["stages"].items():
             key = (values.get("date", record["largest_process"]["date"]),
                    values.get("commit", record["largest_process"]["commit"]))  # fmt: skip
-            by_commit.setdefault(key, []).append(f"{stage} at {record['corpus']['pairs']:,} pairs")
+            names = by_commit.setdefault(key, [])
+            if stage not in names:
+                names.append(stage)
     machine_name = measured[-1]["largest_process"]["machine"]
     when = "; ".join(
         f"{', '.join(names)}: {date}, commit {commit}" for (date, commit), names in by_commit.items()

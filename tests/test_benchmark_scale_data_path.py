@@ -23,9 +23,7 @@ def test_the_largest_process_table_sets_100_against_10_percent():
     }
     lines = bench.largest_process_lines([small, full])
     assert "| bpe_apply | 30 / 29 / 100 | 300 / 290 / 150 | 1.50 |" in lines
-    assert (
-        lines[-2] == "(cpu; bpe_apply at 452,062 pairs, bpe_apply at 4,520,620 pairs: 2026-11-27, commit abc)"
-    )
+    assert lines[-2] == "(cpu; bpe_apply: 2026-11-27, commit abc)"
     assert bench.largest_process_lines([{"corpus": {"pairs": 1}}]) == []
 
 
@@ -38,8 +36,7 @@ def test_a_stage_measured_again_names_its_own_commit():
         "largest_process": {**meta, "stages": {"bpe_apply": kept, "truecase_apply": again}},
     }
     assert bench.largest_process_lines([record])[-2] == (
-        "(cpu; bpe_apply at 10 pairs: 2026-11-27, commit old;"
-        " truecase_apply at 10 pairs: 2026-11-28, commit new)"
+        "(cpu; bpe_apply: 2026-11-27, commit old; truecase_apply: 2026-11-28, commit new)"
     )
 
 

@@ -49,6 +49,8 @@ class StageCost:
 # Fitted 2026-11-27 on a 2-core AMD EPYC (Zen 4) over 1%, 3%, 10% (one job at a time) and 100% (two
 # cores) of WMT14 EN-DE's 4.5M pairs, on the jobs' CPU seconds sampled every 0.1 s (1 s at 100%)
 # (benchmarks/results/scale_data_path.md has the points, the exponents and the plan's check).
+# truecase_apply's memory was fitted on process trees measured before the model was loaded a chunk at a
+# time (text/truecase.py), which took its largest process from 516 to 222 MB at full size: generous.
 STAGES: dict[str, StageCost] = {
     "bpe_apply": StageCost(a=0.7686, b=0.9074, c=86.8, d=0.7417, mb_per_pair=9.205e-05),
     "bpe_learn": StageCost(a=35.17, b=0.526, c=524.6, d=3.069, mb_per_pair=0.0001841),

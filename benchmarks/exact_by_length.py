@@ -68,14 +68,15 @@ def markdown(record: dict) -> str:
         "",
         *(f"{note}" for note in record["notes"]),
         "",
+        f"Command: `{record['command']}`",
+        "",
         "| system | " + " | ".join(f"{name} words ({first[name]['sentences']})" for name in bins) + " |",
         "|---|" + "---:|" * len(bins),
     ]
     for system in record["systems"]:
         cells = [f"{100 * system['bins'][name]['share']:.0f}%" for name in bins]
         lines.append(f"| {system['label']} | " + " | ".join(cells) + " |")
-    lines += ["", f"Command: `{record['command']}`", ""]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:

@@ -683,14 +683,22 @@ def _decode(record: dict, decode: dict) -> list[str]:
     batches = "batches of 64 sentences" + (
         f" and at most {budget:,.0f} MB of decoder cache" if budget else ""
     )
+    which = "Every sentence" if decode["every"] == 1 else f"Every {decode['every']}th sentence"
+    threads = f"{decode['threads']} thread" + ("s" if decode["threads"] > 1 else "")
+    cpu_hours = per_sentence * decode["full_set_sentences"] / 3600
+    whole = (
+        f"the whole set took {cpu_hours:.1f} CPU hours"
+        if decode["sentences"] == decode["full_set_sentences"]
+        else f"so the whole set would take {cpu_hours:.1f} CPU hours at this length"
+    )
     lines = [
         "## Translating and scoring newstest2014 with the BASE model (`scale_data_path.py decode`)",
         "",
-        f"Every {decode['every']}th sentence of newstest2014 ({decode['sentences']:,} of"
+        f"{which} of newstest2014 ({decode['sentences']:,} of"
         f" {decode['full_set_sentences']:,}; {decode['source_bpe_tokens']:,} source BPE tokens),"
         f" the model of `train` ({record['train']['updates']} updates), beam {settings['beam']},"
         f" alpha {settings['alpha']}, length limit {settings['max_len_a']} x source +"
-        f" {settings['max_len_b']}, {decode['dtype']}, {decode['threads']} thread, {batches}; the"
+        f" {settings['max_len_b']}, {decode['dtype']}, {threads}, {batches}; the"
         " commands of rules translate, postprocess and evaluate.",
         "",
         "| command | s | CPU s | peak RSS MB |",
@@ -704,8 +712,7 @@ def _decode(record: dict, decode: dict) -> list[str]:
     return [
         *lines,
         "",
-        f"Translation: {per_sentence:.2f} CPU s a sentence, so the whole set would take"
-        f" {per_sentence * decode['full_set_sentences'] / 3600:.1f} CPU hours at this length."
+        f"Translation: {per_sentence:.2f} CPU s a sentence, {whole}."
         f" BLEU {scores['bleu']['score']:.2f}, chrF {scores['chrf']['score']:.2f} (a model of"
         f" {record['train']['updates']} updates on a generated corpus; the scores show that the"
         f" chain runs, not a translation). ({decode['date']}, {decode['machine']}, commit"

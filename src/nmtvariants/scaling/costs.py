@@ -49,17 +49,17 @@ class StageCost:
 # Fitted 2026-11-27 on a 2-core AMD EPYC (Zen 4) over 1%, 3%, 10% (one job at a time) and 100% (two
 # cores) of WMT14 EN-DE's 4.5M pairs, on the jobs' CPU seconds sampled every 0.1 s (1 s at 100%)
 # (benchmarks/results/scale_data_path.md has the points, the exponents and the plan's check).
-# truecase_apply's memory was fitted on process trees measured before the model was loaded a chunk at a
-# time (text/truecase.py), which took its largest process from 516 to 222 MB at full size: generous.
+# bpe_apply and truecase_apply were measured again at every size on 2026-11-27 after the BPE memo bound
+# and the chunked truecase model loading (text/bpe.py, text/truecase.py): same outputs, less memory.
 STAGES: dict[str, StageCost] = {
-    "bpe_apply": StageCost(a=0.7686, b=0.9074, c=86.8, d=0.7417, mb_per_pair=9.205e-05),
+    "bpe_apply": StageCost(a=0.6762, b=0.9498, c=89.99, d=0.08305, mb_per_pair=9.205e-05),
     "bpe_learn": StageCost(a=35.17, b=0.526, c=524.6, d=3.069, mb_per_pair=0.0001841),
     "clean": StageCost(a=0.1238, b=0.9327, c=53.83, d=0, mb_per_pair=0.0001928),
     "download": StageCost(a=0.1282, b=0.9019, c=38.39, d=0.0002056, mb_per_pair=8.331e-05),
     "network_vocab": StageCost(a=0.05216, b=0.9853, c=25.8, d=0.003597, mb_per_pair=0.0002052),
     "tokenize": StageCost(a=1.352, b=1.013, c=99.11, d=0.4271, mb_per_pair=8.638e-05),
     "train_data": StageCost(a=0.07823, b=0.9741, c=41.36, d=1.238, mb_per_pair=0.0002052),
-    "truecase_apply": StageCost(a=1.039, b=0.9931, c=75.6, d=3.492, mb_per_pair=9.205e-05),
+    "truecase_apply": StageCost(a=0.9939, b=0.9913, c=63.36, d=1.413, mb_per_pair=9.205e-05),
     "truecase_train": StageCost(a=0.4994, b=0.9293, c=113.3, d=0.8483, mb_per_pair=9.205e-05),
 }
 

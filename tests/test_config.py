@@ -133,3 +133,37 @@ def test_variant_pairs_name_variants_and_pairs_of_the_experiment(default_config,
     with pytest.raises(ConfigError) as error:
         check_experiments(default_config["experiments"])
     assert expected in str(error.value)
+
+
+def test_variant_train_changes_that_variants_run_alone(default_config, schema):
+    """``variant_train`` overrides the experiment's train settings for one variant: its run gets them
+    (and so its own run id), every other variant keeps the experiment's and its shared runs."""
+    from nmtvariants.config import training_runs, with_defaults
+
+    spec = default_config["experiments"]["bugliarello2020"]
+    spec["variant_train"] = {"pascal": {"batch_tokens": 3 * spec["train"]["batch_tokens"]}}
+    runs = training_runs(with_defaults(default_config, schema))
+    by_user = {user: run for run in runs.values() for user in run.users}
+    pascal = by_user[("bugliarello2020", "en-de", "pascal")].settings["train"]
+    lisa = by_user[("bugliarello2020", "en-de", "lisa")].settings["train"]
+    assert pascal == {**lisa, "batch_tokens": 3 * lisa["batch_tokens"]}
+    assert by_user[("bugliarello2020", "en-de", "transformer")] is by_user[("baseline", "en-de", "baseline")]
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        (
+            {"pascl": {"warmup": 10}},
+            "experiments.bugliarello2020.variant_train: pascl not among the variants",
+        ),
+        ({"pascal": {"warmpu": 10}}, "experiments.bugliarello2020.variant_train.pascal.warmpu: unknown key"),
+    ],
+)
+def test_variant_train_is_checked_at_start_up(default_config, override, expected):
+    from nmtvariants.config import check_experiments
+
+    default_config["experiments"]["bugliarello2020"]["variant_train"] = override
+    with pytest.raises(ConfigError) as error:
+        check_experiments(default_config["experiments"])
+    assert expected in str(error.value)

@@ -143,11 +143,13 @@ def entry(tmp_path: Path, variant: str, switches: dict, bleu: float, sig=None, p
 
 def manifest(path: Path, systems: list[dict]) -> str:
     """The manifest a rule writes for these systems (the table builders' records): an entry per replica's
-    scores, then one with the significance test, the switches and derived corpus in every entry's info."""
+    scores, then one with the significance test, the switches, derived corpus and update ratio in every
+    entry's info."""
     written = []
     for system in systems:
         names = {key: system[key] for key in ("experiment", "pair", "variant")}
         info = {"switches": system["switches"], "derived": system.get("derived")}
+        info["update_ratio"] = system.get("update_ratio", 1)
         scores = system["scores"] if isinstance(system["scores"], list) else [system["scores"]]
         seeds = system.get("seeds") or [None] * len(scores)
         for seed, path_ in zip(seeds, scores, strict=True):
@@ -293,6 +295,13 @@ def test_each_table_carries_the_deviations_of_its_systems_and_no_others(tmp_path
         "two_sided_bootstrap",
         "japanese_tokenisation",
     ]  # fmt: skip
+    # a multi-task run trained longer than the others (`variant_train`) is labelled so instead
+    longer = [
+        *plain,
+        {**entry(tmp_path, "mt", {}, 20.1, (0.1, 0.6)), "derived": "multitask", "update_ratio": 3},
+    ]
+    assert "multitask_translation_tokens" in written("d", longer, "main")
+    assert "multitask_equal_updates" not in written("d", longer, "main")
     ablation = [entry(tmp_path, "pascal", {"pascal": {}}, 21.5, (1.5, 0.004))]
     assert written("c", ablation, "ablation") == ["stanza_parser", "two_sided_bootstrap"]
     assert "CoreNLP" in (tmp_path / "c.md").read_text(encoding="utf-8")

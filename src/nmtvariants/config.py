@@ -62,19 +62,23 @@ def check_config(config: dict[str, Any], schema_path: str | Path, source: str = 
     raise ConfigError(f"invalid {source} ({schema_path}):\n" + "\n".join(lines))
 
 
-def _relocate(message: str, experiment: str, variant: str) -> str:
-    """Rewrite the library's section paths (train.x, model.x, variant.x) as config key paths."""
-    prefixes = [
-        ("model.variant.", f"experiments.{experiment}.variants.{variant}."),
-        ("model.variant:", f"experiments.{experiment}.variants.{variant}:"),
-        ("variant.", f"experiments.{experiment}.variants.{variant}."),
-        ("model.", f"experiments.{experiment}.model."),
-        ("model:", f"experiments.{experiment}.model:"),
-        ("train.", f"experiments.{experiment}.train."),
-    ]
-    for old, new in prefixes:
-        message = message.replace(old, new)
-    return message
+def _relocate(message: str, experiment: str, variant: str, own_train: Sequence[str] = ()) -> str:
+    """Rewrite the library's section paths (train.x, model.x, variant.x) as config key paths, in one
+    pass (a rewritten path is not rewritten again); the train keys in ``own_train`` are the variant's
+    own (``variant_train``)."""
+    where = f"experiments.{experiment}"
+    prefixes = {
+        **{rf"train\.{re.escape(key)}(?!\w)": f"{where}.variant_train.{variant}.{key}" for key in own_train},
+        r"model\.variant\.": f"{where}.variants.{variant}.",
+        r"model\.variant:": f"{where}.variants.{variant}:",
+        r"variant\.": f"{where}.variants.{variant}.",
+        r"model\.": f"{where}.model.",
+        r"model:": f"{where}.model:",
+        r"train\.": f"{where}.train.",
+    }
+    patterns = list(prefixes)
+    combined = re.compile("|".join(f"(?<![\\w.])(?P<p{i}>{pattern})" for i, pattern in enumerate(patterns)))
+    return combined.sub(lambda match: prefixes[patterns[int(match.lastgroup[1:])]], message)
 
 
 def check_experiments(experiments: dict[str, Any]) -> None:
@@ -93,13 +97,14 @@ def check_experiments(experiments: dict[str, Any]) -> None:
                 f"({', '.join(experiment['variants'])}); name the variant whose encoders read the inputs"
             )
         check_variant_pairs(name, experiment)
+        check_variant_train(name, experiment)
         check_replica_names(name, experiment)
         for variant_name, variant in experiment["variants"].items():
             raw = {
                 "data": placeholder_data,
                 "model": experiment["model"],
                 "variant": dict(variant or {}),
-                "train": experiment["train"],
+                "train": variant_train(experiment, variant_name),
             }
             try:
                 run = parse_run_config(raw)
@@ -107,7 +112,9 @@ def check_experiments(experiments: dict[str, Any]) -> None:
                 model_config(run.model.get("preset", "base"), overrides, run.variant)
                 check_variant(run.variant)
             except ConfigError as error:
-                raise ConfigError(f"invalid config: {_relocate(str(error), name, variant_name)}") from None
+                own_train = list((experiment.get("variant_train") or {}).get(variant_name, {}))
+                message = _relocate(str(error), name, variant_name, own_train)
+                raise ConfigError(f"invalid config: {message}") from None
 
 
 def check_variant_pairs(name: str, experiment: Mapping[str, Any]) -> None:
@@ -126,6 +133,22 @@ def check_variant_pairs(name: str, experiment: Mapping[str, Any]) -> None:
                 f"experiments.{name}.variant_pairs.{variant}: {', '.join(missing)} not among the "
                 f"experiment's pairs ({', '.join(experiment['pairs'])})"
             )
+
+
+def check_variant_train(name: str, experiment: Mapping[str, Any]) -> None:
+    """``variant_train`` names variants of the experiment."""
+    stray = sorted(set(experiment.get("variant_train") or {}) - set(experiment["variants"]))
+    if stray:
+        raise ConfigError(
+            f"experiments.{name}.variant_train: {', '.join(stray)} not among the variants "
+            f"({', '.join(experiment['variants'])})"
+        )
+
+
+def variant_train(experiment: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """The experiment's train settings with the variant's own (``variant_train``) over them: e.g. the
+    multi-task baseline's larger batches, which give it the others' translation tokens per update."""
+    return {**experiment["train"], **(experiment.get("variant_train") or {}).get(variant, {})}
 
 
 # --- replicas: one training run per seed ---------------------------------------------------------
@@ -375,7 +398,10 @@ def run_settings(
         "data": data,
         "model": spec["model"],
         "variant": dict(spec["variants"][variant] or {}),
-        "train": {**spec["train"], "seed": experiment_seeds(config, experiment)[0] if seed is None else seed},
+        "train": {
+            **variant_train(spec, variant),
+            "seed": experiment_seeds(config, experiment)[0] if seed is None else seed,
+        },
     }
 
 
@@ -421,6 +447,7 @@ def training_runs(config: dict[str, Any]) -> dict[str, TrainingRun]:
                 f" {spec['corpus']} ({', '.join(corpora[spec['corpus']]['pairs'])})"
             )
         check_variant_pairs(name, spec)
+        check_variant_train(name, spec)
         for replica in experiment_replicas(config, name):
             pair, variant = replica.pair, replica.variant
             settings = run_settings(config, name, pair, variant, replica.seed)

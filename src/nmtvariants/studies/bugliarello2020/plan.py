@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from nmtvariants.config import Replica, experiment_systems
+from nmtvariants.config import Replica, experiment_systems, variant_train
 from nmtvariants.errors import ConfigError
 from nmtvariants.reporting.manifest import Entry
 from nmtvariants.studies.plan_base import RunIndex, StudyPlan
@@ -172,11 +172,14 @@ class Bugliarello2020Plan(StudyPlan):
         seed of the experiment's ``seeds``), so that the table gives the mean ± sd over seeds, then, but
         for the Transformer, the system's ``significance`` test over all replicas of the variant and of
         the Transformer (rule ``significance``; no ``seed``). Every entry's ``info`` has the variant's
-        ``switches`` and ``derived`` corpus (which role the row is)."""
+        ``switches`` and ``derived`` corpus (which role the row is), and its ``update_ratio``: its updates
+        over the experiment's (``variant_train``; 1 for all but a longer-trained multi-task run)."""
         out = []
         for name, pair, testset, variant, replicas in self._systems(names, pascal_only):
-            info = {"switches": dict(self.experiments[name]["variants"][variant] or {})}
+            spec = self.experiments[name]
+            info = {"switches": dict(spec["variants"][variant] or {})}
             info["derived"] = self.derived(name, variant)
+            info["update_ratio"] = variant_train(spec, variant)["max_updates"] / spec["train"]["max_updates"]
             out += [self.score_entry(name, pair, variant, replica, testset, info) for replica in replicas]
             if variant != self.reference_variant(name):
                 out.append(self.significance_entry(name, pair, variant, testset, info))

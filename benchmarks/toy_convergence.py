@@ -56,9 +56,10 @@ PAIR, TESTSET = "en-de", "test"
 BASELINE = "baseline/baseline"  # the demo's toy baseline: experiment/variant
 TRAIN_KEYS = (
     "batch_tokens", "lr_scale", "warmup", "lr_cooldown", "max_updates", "valid_every", "save_every",
-    "keep_last",
+    "keep_last", "amp",
 )  # fmt: skip
-TRAIN_DEFAULTS = {"lr_cooldown": None}  # keys a config may leave out (the trainer's default)
+TRAIN_DEFAULTS = {"lr_cooldown": None, "amp": None}  # keys a config may leave out (the trainer's default)
+STR_KEYS = {"amp"}
 COOLDOWN_KEYS = ("start", "end", "floor")  # lr_cooldown=START/END/FLOOR in a --setting
 INT_KEYS = {"batch_tokens", "warmup", "max_updates", "valid_every", "save_every", "keep_last", "average_last"}
 SPREAD_LIMIT = 1.0  # BLEU, max - min over the seeds (issue 25)
@@ -89,6 +90,8 @@ def parse_setting(text: str, average_last: int) -> Setting:
         if key == "lr_cooldown":
             shares = [float(share) for share in value.split("/")] if value != "none" else None
             overrides[key] = None if shares is None else dict(zip(COOLDOWN_KEYS, shares, strict=False))
+        elif key in STR_KEYS:
+            overrides[key] = value
         else:
             overrides[key] = int(value) if key in INT_KEYS else float(value)
     average = int(overrides.pop("average_last", average_last))

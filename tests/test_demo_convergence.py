@@ -42,7 +42,7 @@ def test_the_seeds_overlay_adds_seeds_and_keeps_the_rest_of_the_default():
     toy = [name for name, spec in config["experiments"].items() if spec["corpus"] == "toyworld"]
     assert toy and all(config["experiments"][name]["seeds"] == [1234, 2, 3] for name in toy)
     assert config["experiments"]["bugliarello2020"]["variants"]["pascal"] == {"pascal": {}}
-    assert config["experiments"]["baseline"]["train"]["max_updates"] == 1600
+    assert config["experiments"]["baseline"]["train"]["max_updates"] == 1000
 
 
 def test_each_replica_is_read_where_its_table_reads_it():
@@ -55,18 +55,3 @@ def test_each_replica_is_read_where_its_table_reads_it():
     assert demo.score_file(config, "libovicky2018_mmt", "en-de", "flat", "test") == (
         "results/libovicky2018/libovicky2018_mmt/en-de/flat/test.clean.json"
     )
-
-
-def test_the_1000_update_overlay_changes_only_the_toy_runs_schedule():
-    """experiments/overlays/toy_1000_updates.yaml, the setting of demo_convergence_1000_updates.md: every
-    toy experiment's updates, warm-up, LR scale and validation interval, nothing else of its training."""
-    base = demo.merged_config([REPO / "config.yaml"])
-    fewer = demo.merged_config(
-        [REPO / "config.yaml", REPO / "experiments" / "overlays" / "toy_1000_updates.yaml"]
-    )
-    changed = {"max_updates": 1000, "warmup": 400, "lr_scale": 1.414, "valid_every": 100}
-    for name, spec in base["experiments"].items():
-        assert fewer["experiments"][name]["train"] == {**spec["train"], **changed}
-        assert {k: v for k, v in fewer["experiments"][name].items() if k != "train"} == {
-            k: v for k, v in spec.items() if k != "train"
-        }

@@ -27,8 +27,13 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
+# The package's own bytecode, compiled here: every workflow job is a fresh process, and where
+# PYTHONDONTWRITEBYTECODE is set (containers often set it) Python would otherwise compile the modules
+# a job imports on every job, never keeping the result (pip compiles the installed packages itself).
+# An edited module's stale .pyc is never used: Python checks the source's mtime.
 sync: $(STAMP)
 	$(BIN)/python -m pip install -q -r $(LOCK)
+	$(BIN)/python -m compileall -q src
 
 # Re-resolve pyproject.toml's ranges in a throw-away venv, write the lock and the conda env files' pins
 # from it. Deliberate: run it, run `make test`, commit the three together.

@@ -1,5 +1,6 @@
-"""Batch widths rounded up to a multiple of 8, and the bounded oneDNN cache of ``nmtvariants train``
-(issue 14: training memory grew with the number of distinct batch shapes).
+"""Batch widths rounded up to a multiple of 8 where shapes cost (CUDA, bf16 and fp16), exact on CPU
+in fp32, and the bounded oneDNN cache of ``nmtvariants train`` (issue 14: training memory grew with
+the number of distinct batch shapes).
 
 The padded batch is checked against naive per-sentence lists, and its loss and gradients against a
 sum over the sentences run one at a time, with no padding at all (model in float64).
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from nmtvariants.data.batching import WIDTH_MULTIPLE, collate
+from nmtvariants.data.batching import WIDTH_MULTIPLE, collate, width_multiple
 from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from nmtvariants.models import build_model, model_config
@@ -43,7 +44,7 @@ def test_widths_are_multiples_of_eight_and_the_extra_columns_are_padding():
     seen_widths = set()
     for _ in range(50):
         indices = rng.choice(len(data), size=int(rng.integers(1, 9)), replace=False)
-        batch = collate(data, indices)
+        batch = collate(data, indices, WIDTH_MULTIPLE)
         src = [data.source(i).tolist() for i in indices]
         tgt = [data.target(i).tolist() for i in indices]
         for tensor, longest in ((batch.src, max(map(len, src))), (batch.tgt_out, max(map(len, tgt)))):
@@ -60,6 +61,18 @@ def test_widths_are_multiples_of_eight_and_the_extra_columns_are_padding():
     assert WIDTH_MULTIPLE == 8 and len(seen_widths) > 1
 
 
+def test_widths_are_rounded_only_where_shapes_cost():
+    """fp32 on CPU (MKL builds nothing per shape) pads to the longest sentence; CUDA and reduced
+    precision (oneDNN's per-shape primitives, tensor cores) round up to WIDTH_MULTIPLE."""
+    assert width_multiple("cpu", reduced_precision=False) == 1
+    assert width_multiple(torch.device("cpu"), reduced_precision=True) == WIDTH_MULTIPLE
+    assert width_multiple("cuda", reduced_precision=False) == WIDTH_MULTIPLE
+    data = random_data(200)
+    indices = np.array([0, 7, 19])
+    longest = max(len(data.source(i)) for i in indices)
+    assert collate(data, indices, width_multiple("cpu", False)).src.size(1) == longest
+
+
 def test_loss_and_gradients_equal_a_per_sentence_run_without_padding():
     torch.manual_seed(0)
     cfg = model_config("tiny", overrides={"d_model": 16, "n_heads": 2, "d_ff": 32})
@@ -67,7 +80,7 @@ def test_loss_and_gradients_equal_a_per_sentence_run_without_padding():
     step = LossModule(model, epsilon=0.1)
     data = random_data(40, seed=3)
     indices = np.array([5, 11, 2, 30, 17])
-    batch = collate(data, indices)
+    batch = collate(data, indices, WIDTH_MULTIPLE)
     assert batch.src.size(1) > max(len(data.source(i)) for i in indices)  # padding was added
 
     def loss_and_grads(src, tgt_in, tgt_out):

@@ -105,14 +105,15 @@ def test_maxi_batches_reduce_padding_against_random_batches():
     assert padding(bucketed) < 0.5 * padding(unsorted)
 
 
-def test_collate_matches_naive_padding():
+@pytest.mark.parametrize("multiple", [1, 8])
+def test_collate_matches_naive_padding(multiple):
     data = random_data(40)
     indices = np.array([3, 17, 5, 22])
-    batch = collate(data, indices)
+    batch = collate(data, indices, multiple)
     src = [data.source(i).tolist() for i in indices]
     tgt = [data.target(i).tolist() for i in indices]
-    # widths are rounded up to a multiple of 8 (batching.WIDTH_MULTIPLE)
-    width_s, width_t = (8 * math.ceil(max(map(len, side)) / 8) for side in (src, tgt))
+    # widths are rounded up to a multiple of `multiple` (batching.width_multiple)
+    width_s, width_t = (multiple * math.ceil(max(map(len, side)) / multiple) for side in (src, tgt))
     exp_src = [s + [PAD_ID] * (width_s - len(s)) for s in src]
     exp_in = [([BOS_ID] + t[:-1]) + [PAD_ID] * (width_t - len(t)) for t in tgt]
     exp_out = [t + [PAD_ID] * (width_t - len(t)) for t in tgt]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from nmtvariants.cli import main
-from nmtvariants.data.batching import collate
+from nmtvariants.data.batching import WIDTH_MULTIPLE, collate
 from nmtvariants.data.dataset import ParallelData, binarize
 from nmtvariants.data.extra_inputs import ExtraInputFiles
 from nmtvariants.data.vocab import BOS_ID, PAD_ID, Vocabulary
@@ -88,10 +88,10 @@ def test_collate_matches_a_naive_per_sentence_loop(corpus):
     root, vocab, grid = corpus
     data = binarize(root / "src", root / "tgt", vocab, extras=files(root))
     indices = np.array([4, 0, 2, 1])
-    batch = collate(data, indices)
+    batch = collate(data, indices, WIDTH_MULTIPLE)
     inputs = batch.inputs
     assert batch.src is inputs.sources[0] and len(inputs.sources) == 2
-    # widths are rounded up to a multiple of 8 (batching.WIDTH_MULTIPLE)
+    # widths are rounded up to a multiple of 8 (batching.WIDTH_MULTIPLE, as on CUDA and in bf16)
     width = 8 * math.ceil(max(len(SRC[data.line_numbers[i] - 1].split()) + 1 for i in indices) / 8)
     width2 = 8 * math.ceil(max(len(SRC2[data.line_numbers[i] - 1].split()) + 1 for i in indices) / 8)
     for row, i in enumerate(indices):

@@ -1,3 +1,3 @@
-from nmtvariants.cli import main
+from nmtvariants.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -30,19 +30,30 @@ from nmtvariants.models.interfaces import AUX_PAD, SourceInputs
 DEFAULT_MAXI_BATCH = 40
 
 WIDTH_MULTIPLE = 8
-"""Batch widths (source and target time steps) are rounded up to a multiple of this.
+"""Where it pays, batch widths (source and target time steps) are rounded up to a multiple of this.
 
-Why: on CPU, oneDNN compiles and caches one primitive per matmul shape (bf16 autocast goes through
-it), so every new batch width costs memory that the cache keeps (issue 14: RSS grew for the whole
-run). Rounding widths up to a multiple of 8 cuts the number of distinct shapes about eightfold.
-The extra positions are PAD (AUX_PAD in the integer streams): the encoders mask them and the loss
-ignores them, so the loss and the gradients are unchanged; at most 7 columns of compute are added.
+Why: oneDNN compiles and caches one primitive per matmul shape, and CPU bf16 (autocast in training,
+bf16 weights in translation) goes through it, so every new batch width cost memory that the cache
+kept (issue 14: RSS grew for the whole run); rounding widths cuts the number of distinct shapes about
+eightfold. On CUDA, half-precision tensor cores want multiples of 8 as well. fp32 on CPU goes through
+MKL, which builds nothing per shape: there the rounding only adds compute, and at short sentences a
+lot of it (the toy world's ~12 tokens: 29% of the source and 23% of the target positions of a
+training batch were padding, 12% and 2% without it; 14% of an update's time: ``batch_width.md``), so
+:func:`width_multiple` is 1 there. The extra positions are PAD (AUX_PAD in the integer streams): the
+encoders mask them and the loss ignores them, so the loss and the gradients are the same sums either
+way, up to the order of floating-point additions.
 """
 
 
-def padded_width(longest: int) -> int:
-    """``longest`` rounded up to a multiple of :data:`WIDTH_MULTIPLE`."""
-    return -(-longest // WIDTH_MULTIPLE) * WIDTH_MULTIPLE
+def width_multiple(device: torch.device | str, reduced_precision: bool) -> int:
+    """The multiple batch widths are rounded to on ``device`` (see :data:`WIDTH_MULTIPLE`):
+    ``reduced_precision`` when the products run in bf16 or fp16 (autocast, or such weights)."""
+    return WIDTH_MULTIPLE if reduced_precision or torch.device(device).type == "cuda" else 1
+
+
+def padded_width(longest: int, multiple: int) -> int:
+    """``longest`` rounded up to a multiple of ``multiple``."""
+    return -(-longest // multiple) * multiple
 
 
 @dataclass(frozen=True)
@@ -157,13 +168,13 @@ def _scatter(
     return out, lengths
 
 
-def source_inputs(data: ParallelData, indices: np.ndarray) -> SourceInputs:
+def source_inputs(data: ParallelData, indices: np.ndarray, multiple: int = 1) -> SourceInputs:
     """The encoder side of pairs ``indices``: sources padded with PAD_ID, streams with AUX_PAD
     (aligned with the first source), the feature rows gathered as float32. Widths are rounded up
-    to a multiple of :data:`WIDTH_MULTIPLE`."""
+    to a multiple of ``multiple`` (:func:`width_multiple`)."""
     sources, src_width = [], 0
     for tokens, offsets in [(data.src_tokens, data.src_offsets), *data.sources]:
-        width = padded_width(int((offsets[indices + 1] - offsets[indices]).max()))
+        width = padded_width(int((offsets[indices + 1] - offsets[indices]).max()), multiple)
         src_width = src_width or width
         sources.append(torch.from_numpy(_scatter(tokens, offsets, indices, 0, width)[0]))
     aux = {
@@ -179,12 +190,12 @@ def source_inputs(data: ParallelData, indices: np.ndarray) -> SourceInputs:
     return SourceInputs(sources=sources, aux=aux, features=features)
 
 
-def collate(data: ParallelData, indices: np.ndarray) -> Batch:
+def collate(data: ParallelData, indices: np.ndarray, multiple: int = 1) -> Batch:
     """Source ``tokens </s>``; decoder input ``<s> tokens``; decoder output ``tokens </s>``; every
-    width rounded up to a multiple of :data:`WIDTH_MULTIPLE` with padding."""
+    width rounded up to a multiple of ``multiple`` (:func:`width_multiple`) with padding."""
     indices = np.asarray(indices, dtype=np.int64)
     tgt_lengths = data.tgt_offsets[indices + 1] - data.tgt_offsets[indices]
-    width = padded_width(int(tgt_lengths.max()))
+    width = padded_width(int(tgt_lengths.max()), multiple)
     shifted, _ = _scatter(data.tgt_tokens, data.tgt_offsets, indices, 1, width + 1)
     shifted[:, 0] = BOS_ID
     tgt_out = shifted[:, 1:]
@@ -193,7 +204,7 @@ def collate(data: ParallelData, indices: np.ndarray) -> Batch:
     short = tgt_lengths < width
     tgt_in[np.nonzero(short)[0], tgt_lengths[short]] = PAD_ID
     return Batch(
-        inputs=source_inputs(data, indices),
+        inputs=source_inputs(data, indices, multiple),
         tgt_in=torch.from_numpy(tgt_in),
         tgt_out=torch.from_numpy(np.ascontiguousarray(tgt_out)),
         num_tokens=int(tgt_lengths.sum()),

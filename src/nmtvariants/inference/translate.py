@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nmtvariants.data.batching import source_inputs
+from nmtvariants.data.batching import source_inputs, width_multiple
 from nmtvariants.data.dataset import ParallelData
 from nmtvariants.data.extra_inputs import ExtraInputFiles
 from nmtvariants.data.vocab import Vocabulary
@@ -80,8 +80,9 @@ def translate_data(
         search.get("max_len_a", MAX_LEN_A), search.get("max_len_b", MAX_LEN_B),
         cache_bytes_per_position(model), cache_mb,
     )  # fmt: skip
+    multiple = width_multiple(device, next(model.parameters()).dtype != torch.float32)
     for chunk in batches:
-        inputs = source_inputs(data, chunk).to(device)
+        inputs = source_inputs(data, chunk, multiple).to(device)
         for index, hyps in zip(chunk, beam_search(model, inputs, **search), strict=True):
             results[int(index)] = hyps
     return results

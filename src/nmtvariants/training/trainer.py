@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from nmtvariants.data.batching import Batch, BatchStream, UpdateStream, collate
+from nmtvariants.data.batching import Batch, BatchStream, UpdateStream, collate, width_multiple
 from nmtvariants.data.vocab import Vocabulary
 from nmtvariants.errors import ConfigError
 from nmtvariants.training.build import (
@@ -154,6 +154,7 @@ class Trainer:
         if resumed is not None:
             self.resumed_from, self.state = resumed
         self.loss_module = build_loss_module(self.model, cfg, self.info)
+        self.width_multiple = width_multiple(self.info.device, cfg.amp != "none")
         self._last_lr = 0.0
 
     # ------------------------------------------------------------------ checkpoints
@@ -196,7 +197,9 @@ class Trainer:
         nll_sum = torch.zeros((), dtype=torch.float32, device=info.device)
         aux_sums: dict[str, torch.Tensor] = {}
         for index, indices in enumerate(mine):
-            batch: Batch = collate(self.train_data, indices).to(info.device, non_blocking=True)
+            batch: Batch = collate(self.train_data, indices, self.width_multiple).to(
+                info.device, non_blocking=True
+            )
             last = index == len(mine) - 1
             sync = (
                 self.loss_module.no_sync()

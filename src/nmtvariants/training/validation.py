@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from nmtvariants.data.batching import collate, epoch_batches
+from nmtvariants.data.batching import collate, epoch_batches, width_multiple
 from nmtvariants.data.dataset import ParallelData
 from nmtvariants.training.distributed import DistInfo, all_reduce_sum
 from nmtvariants.training.logging_utils import perplexity
@@ -38,10 +38,11 @@ def evaluate(
     batches = epoch_batches(
         data.src_lengths, data.tgt_lengths, batch_tokens, 0, 0, maxi_batch=0, shuffle=False
     )
+    multiple = width_multiple(info.device, amp != "none")
     totals = torch.zeros(3, dtype=torch.float64, device=info.device)
     aux_sums: dict[str, torch.Tensor] = {}
     for indices in batches[info.rank :: info.world_size]:
-        batch = collate(data, indices).to(info.device)
+        batch = collate(data, indices, multiple).to(info.device)
         with autocast_context(amp, info.device):
             _, loss, nll, aux = loss_module(batch.inputs, batch.tgt_in, batch.tgt_out)
         add_terms(aux_sums, aux)

@@ -46,6 +46,9 @@ def test_the_default_config_analyses_its_toy_en_de_models_and_builds_tables_1_2_
     assert inputs["source_train"] == "data/toyworld/en-de/bpe/train.en"
     assert inputs["pos"] == "data/toyworld/en-de/pos/test.en"
     assert plan.states_sentences("emelin2019", "train") == 300  # the toy cap
+    # toy probes learn at 10x the authors' rate, and the tables say so
+    assert plan.caps("emelin2019")["lr"] == 10 * 2e-4
+    assert "Deviation (toy scale): Adam at 0.002, not the authors' 0.0002" in plan.probe_note()
 
 
 def test_the_multi30k_config_probes_its_small_models_on_a_thousand_training_sentences():
@@ -57,3 +60,4 @@ def test_the_multi30k_config_probes_its_small_models_on_a_thousand_training_sent
         == plan.corpora[plan.experiments[plan.analysed]["corpus"]]["valid"]
     )
     assert "first 1000 sentences" in plan.probe_note()
+    assert plan.caps(plan.analysed)["lr"] == 2e-4 and "toy scale" not in plan.probe_note()  # the authors'

@@ -41,7 +41,7 @@ def translate(folder, dtype: str, output: str, *extra: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("dtype", "bleu_moves", "sentences_differ"),
-    [("bfloat16", 1.0, SENTENCES // 50), ("int8", 1.5, 3 * SENTENCES // 100)],  # int8: test_quantize.py
+    [("bfloat16", 1.0, SENTENCES // 50), ("int8", 1.5, 4 * SENTENCES // 100)],  # int8: test_quantize.py
 )
 def test_reduced_precision_gives_the_bleu_of_float32(setup, dtype, bleu_moves, sentences_differ):
     folder, references = setup

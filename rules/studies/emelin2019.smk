@@ -136,6 +136,7 @@ rule emelin2019_layer_probes:
             wc.experiment, EMELIN_PLAN.variant_of(wc.experiment, wc.variant)
         ),
         max_epochs=lambda wc: EMELIN_PLAN.caps(wc.experiment)["max_epochs"],
+        lr=lambda wc: EMELIN_PLAN.caps(wc.experiment)["lr"],
         groups=lambda wc, input: [
             arg
             for part, key in (("source", "pos"), ("target", "target_pos"))
@@ -145,7 +146,7 @@ rule emelin2019_layer_probes:
     shell:
         "nmtvariants layer-probes --train-states {input.train_states:q}"
         " --valid-states {input.valid_states:q} --test-states {input.test_states:q} --label {params.label:q}"
-        " --max-epochs {params.max_epochs:q} --vocab {input.vocab:q}"
+        " --max-epochs {params.max_epochs:q} --lr {params.lr:q} --vocab {input.vocab:q}"
         " --source-frequency {input.source_train:q} --target-frequency {input.target_train:q}"
         " {params.groups:q} --output {output:q} --threads {threads} > {log:q} 2>&1"
 

@@ -20,19 +20,20 @@ TEST_PACKAGES := $(DEMO_PACKAGES) liblingua-translit-perl $(if $(shell command -
 install: sync
 
 # The venv, created once; `sync` then makes it equal to the lock on every run (seconds when it is).
-# torch and its CUDA libraries are half of the install's work: one pip process installs them while
-# another installs the rest (--no-deps: the lock lists every package but pip's own setuptools, which
-# `sync` then adds). On 2 cores the install takes 56 s instead of 85 (benchmarks/results/demo_budget.md).
+# torch and its CUDA libraries are half of the install's work: one pip process installs them (and then
+# this package) while another installs the rest (--no-deps: the lock lists every package but pip's own
+# setuptools, which `sync` then adds). On 2 cores the install takes ~56 s instead of ~90
+# (benchmarks/results/demo_budget.md).
 TORCH_STACK := ^(torch|torchvision|triton|nvidia-|cuda-)
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	grep -E '$(TORCH_STACK)' $(LOCK) > $(VENV)/lock-torch.txt
 	grep -vE '$(TORCH_STACK)' $(LOCK) > $(VENV)/lock-rest.txt
-	$(BIN)/python -m pip install -q --no-deps -r $(VENV)/lock-torch.txt & torch=$$!; \
+	{ $(BIN)/python -m pip install -q --no-deps -r $(VENV)/lock-torch.txt \
+	  && $(BIN)/python -m pip install -q --no-deps -e .; } & torch=$$!; \
 	  $(BIN)/python -m pip install -q --no-deps -r $(VENV)/lock-rest.txt; rest=$$?; \
 	  wait $$torch && test $$rest = 0
-	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
 
 # The package's own bytecode, compiled here: every workflow job is a fresh process, and where

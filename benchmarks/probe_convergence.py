@@ -37,6 +37,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--states-dir", type=Path, required=True)
     parser.add_argument("--lr", type=float, nargs="+", required=True)
+    parser.add_argument(
+        "--hidden", type=int, nargs="+", default=[512], help="hidden units (the authors': 512)"
+    )
     parser.add_argument("--max-epochs", type=int, default=30)
     parser.add_argument("--date", default=time.strftime("%Y-%m-%d", time.gmtime()))
     parser.add_argument("--note", default="", help="where the states came from (a sentence)")
@@ -46,8 +49,8 @@ def main() -> None:
     files = {part: read_state_file(args.states_dir / f"states-{part}.npz") for part in PARTS}
     kept = {part: kept_sentences(file, MAX_SENTENCES, None) for part, file in files.items()}
     rows = []
-    for lr in args.lr:
-        config = MLPProbeConfig(max_epochs=args.max_epochs, lr=lr)
+    for lr, hidden in [(lr, hidden) for lr in args.lr for hidden in args.hidden]:
+        config = MLPProbeConfig(max_epochs=args.max_epochs, lr=lr, hidden=hidden)
         for side in ("encoder", "decoder"):
             for name in stack_names(files["train"], side):
                 start = time.process_time()
@@ -55,6 +58,7 @@ def main() -> None:
                 result = train_mlp_probe(*sets, files["train"].vocab_size, config)
                 rows.append({
                     "lr": lr,
+                    "hidden": hidden,
                     "layer": name,
                     "best_epoch": result["best_epoch"],
                     "epochs": result["epochs"],
@@ -64,11 +68,13 @@ def main() -> None:
                     "cpu_s": time.process_time() - start,
                 })  # fmt: skip
                 print(
-                    f"lr {lr} {name}: best epoch {result['best_epoch']}, test {rows[-1]['test_accuracy']:.4f}"
+                    f"lr {lr} hidden {hidden} {name}: best epoch {result['best_epoch']}, "
+                    f"test {rows[-1]['test_accuracy']:.4f}"
                 )
     record = {
         "command": "python benchmarks/probe_convergence.py --states-dir DIR --lr "
-        f"{' '.join(map(str, args.lr))} --max-epochs {args.max_epochs}",
+        f"{' '.join(map(str, args.lr))} --hidden {' '.join(map(str, args.hidden))}"
+        f" --max-epochs {args.max_epochs}",
         "date": args.date,
         "cpu": hardware_info()["cpu"],
         "note": args.note,
@@ -81,16 +87,16 @@ def main() -> None:
         "",
         f"`{record['command']}` on {args.date}: {record['cpu']}, one thread. {args.note}",
         "",
-        "| lr | layer | best epoch (of the epochs run) | dev accuracy at epochs 1, 5, 10, 20, last "
+        "| lr | hidden | layer | best epoch (of the epochs run) | dev accuracy at epochs 1, 5, 10, 20, last "
         "| test accuracy | CPU s |",
-        "|---:|---|---:|---|---:|---:|",
+        "|---:|---:|---|---:|---|---:|---:|",
     ]
     for row in rows:
         curve = row["valid_accuracy"]
         marks = " / ".join(f"{curve[i - 1]:.3f}" for i in (1, 5, 10, 20) if i <= len(curve))
         lines.append(
-            f"| {row['lr']:g} | {row['layer']} | {row['best_epoch']} ({row['epochs']}) | {marks} / "
-            f"{curve[-1]:.3f} | {row['test_accuracy']:.4f} | {row['cpu_s']:.1f} |"
+            f"| {row['lr']:g} | {row['hidden']} | {row['layer']} | {row['best_epoch']} ({row['epochs']}) "
+            f"| {marks} / {curve[-1]:.3f} | {row['test_accuracy']:.4f} | {row['cpu_s']:.1f} |"
         )
     with atomic_write(Path(f"{args.out}.md")) as out:
         out.write("\n".join(lines) + "\n")

@@ -4,7 +4,6 @@ a state_dict file saved here, and the documented fixed-seed initialisation of ``
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from torchvision.models.feature_extraction import create_feature_extractor
 from nmtvariants.cli import main
 from nmtvariants.errors import InputError
 from nmtvariants.vision.features import load_features
-from nmtvariants.vision.resnet import LastConvBlock, fold_batch_norms
 
 SIZE = 48  # a 2 x 2 grid of regions at ResNet's stride 32
 
@@ -86,27 +84,6 @@ def trained_looking_resnet18() -> torch.nn.Module:
             module.running_mean.uniform_(-0.5, 0.5)
             module.running_var.uniform_(0.5, 2.0)
     return model.eval()
-
-
-@pytest.mark.parametrize("depth", [18, 50])  # basic blocks, and bottlenecks with three convolutions
-def test_folded_batch_norms_compute_the_unfolded_network(depth):
-    torch.manual_seed(depth)
-    model = getattr(models, f"resnet{depth}")()
-    for module in model.modules():
-        if isinstance(module, torch.nn.BatchNorm2d):
-            module.running_mean.uniform_(-0.5, 0.5)
-            module.running_var.uniform_(0.5, 2.0)
-            module.weight.data.uniform_(0.5, 1.5)
-            module.bias.data.uniform_(-0.2, 0.2)
-    model.eval()
-    images = torch.randn(2, 3, 64, 64)
-    with torch.no_grad():
-        expected = LastConvBlock(model)(images)
-        folded = fold_batch_norms(copy.deepcopy(model))
-        assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in folded.modules())
-        torch.testing.assert_close(LastConvBlock(folded)(images), expected, rtol=1e-4, atol=1e-4)
-    with pytest.raises(ValueError, match="eval mode"):
-        fold_batch_norms(model.train())
 
 
 def test_weights_file_batched_features_equal_torchvision_per_image(split, tmp_path):

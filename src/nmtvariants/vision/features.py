@@ -33,7 +33,7 @@ from PIL import Image, UnidentifiedImageError
 from nmtvariants.errors import InputError
 from nmtvariants.fileio import atomic_write, read_lines, write_lines
 from nmtvariants.vision import RANDOM
-from nmtvariants.vision.resnet import MEAN, STD, LastConvBlock, build_resnet, fold_batch_norms
+from nmtvariants.vision.resnet import MEAN, STD, LastConvBlock, build_resnet
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +122,7 @@ def extract(
     # channels-last: oneDNN's CPU convolutions (and cuDNN's) are faster on it; the whole command takes
     # 0.90x the time (3,000 images, ResNet-18 at 64 px, one thread: benchmarks/results/
     # ab_image_features_channels_last.md); features within the tests' tolerance of the NCHW ones
-    resnet = fold_batch_norms(build_resnet(depth, weights, seed))
-    network = LastConvBlock(resnet).to(device, memory_format=torch.channels_last)
+    network = LastConvBlock(build_resnet(depth, weights, seed)).to(device, memory_format=torch.channels_last)
     shape: tuple[int, int, int] | None = None
     with atomic_write(output, "wb") as handle:
         for start in range(0, len(names), batch_size):

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torch.nn.utils.fusion import fuse_conv_bn_eval
 from torchvision import models
 
 from nmtvariants.errors import InputError, MissingResourceError
@@ -104,27 +103,6 @@ def calibrate_batch_norm(model: nn.Module, images: torch.Tensor) -> nn.Module:
     for norm, momentum in zip(norms, momenta, strict=True):
         norm.momentum = momentum
     return model.eval()
-
-
-def fold_batch_norms(resnet: nn.Module) -> nn.Module:
-    """``resnet`` (in eval mode) with every BatchNorm folded into the convolution before it.
-
-    In eval mode a BatchNorm is a fixed affine map per channel, so a convolution followed by one is a
-    convolution with rescaled weights and a bias (torch's ``fuse_conv_bn_eval``): the same function up
-    to float rounding, without the BatchNorms' passes over every activation, ~19% of a forward pass of
-    ResNet-18 on CPU (``benchmarks/results/demo_jobs_exact_widths.md``)."""
-    if resnet.training:
-        raise ValueError("fold_batch_norms: the ResNet must be in eval mode")
-    pairs = [(resnet, "conv1", "bn1")]
-    for layer in (resnet.layer1, resnet.layer2, resnet.layer3, resnet.layer4):
-        for block in layer:
-            pairs += [(block, f"conv{i}", f"bn{i}") for i in (1, 2, 3) if hasattr(block, f"bn{i}")]
-            if block.downsample is not None:
-                pairs.append((block.downsample, "0", "1"))
-    for owner, conv, norm in pairs:
-        setattr(owner, conv, fuse_conv_bn_eval(getattr(owner, conv), getattr(owner, norm)))
-        setattr(owner, norm, nn.Identity())
-    return resnet
 
 
 class LastConvBlock(nn.Module):

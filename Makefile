@@ -23,16 +23,17 @@ install: sync
 # torch and its CUDA libraries are half of the install's work: one pip process installs them (and then
 # this package) while another installs the rest (--no-deps: the lock lists every package but pip's own
 # setuptools, which `sync` then adds). On 2 cores the install takes ~56 s instead of ~90
-# (benchmarks/results/demo_budget.md).
+# (benchmarks/results/demo_budget.md). No pip cache: the lock is installed once, and a cached copy of
+# every downloaded wheel (several GB for torch's CUDA libraries) would double the disk the install needs.
 TORCH_STACK := ^(torch|torchvision|triton|nvidia-|cuda-)
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	grep -E '$(TORCH_STACK)' $(LOCK) > $(VENV)/lock-torch.txt
 	grep -vE '$(TORCH_STACK)' $(LOCK) > $(VENV)/lock-rest.txt
-	{ $(BIN)/python -m pip install -q --no-deps -r $(VENV)/lock-torch.txt \
-	  && $(BIN)/python -m pip install -q --no-deps -e .; } & torch=$$!; \
-	  $(BIN)/python -m pip install -q --no-deps -r $(VENV)/lock-rest.txt; rest=$$?; \
+	{ $(BIN)/python -m pip install -q --no-cache-dir --no-deps -r $(VENV)/lock-torch.txt \
+	  && $(BIN)/python -m pip install -q --no-cache-dir --no-deps -e .; } & torch=$$!; \
+	  $(BIN)/python -m pip install -q --no-cache-dir --no-deps -r $(VENV)/lock-rest.txt; rest=$$?; \
 	  wait $$torch && test $$rest = 0
 	touch $(STAMP)
 

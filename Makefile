@@ -76,11 +76,10 @@ test-system-deps:
 	$(call install_debian,$(TEST_PACKAGES),test)
 
 # System packages first: a user without them is told within seconds, before the venv is built.
-# The greedy scheduler: the default ILP one kept a quarter of a core busy choosing among the demo's
-# 367 jobs for 2 cores (benchmarks/results/demo_jobs.md).
+# Snakemake's scheduler settings are the workflow profile's (profiles/default/config.yaml).
 demo: demo-system-deps sync
 	$(BIN)/nmtvariants check-resources config.yaml
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --scheduler greedy --configfile config.yaml
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --configfile config.yaml
 
 # The fast tests (pytest's default selection), one worker per core, a test file per worker (its
 # module fixtures are built once); `test-all` adds the long ones (-m slow).

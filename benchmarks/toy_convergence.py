@@ -52,7 +52,7 @@ from nmtvariants.config import content_id, decode_settings, run_settings, with_d
 from nmtvariants.fileio import atomic_write
 from nmtvariants.training.plateau import PLATEAU_TOLERANCE, last_fifth_change, valid_curve
 
-PAIR, TESTSET = "en-de", "test"
+PAIR, TESTSET = "en-de", "test"  # the default pair (``--pair``)
 BASELINE = "baseline/baseline"  # the demo's toy baseline: experiment/variant
 TRAIN_KEYS = (
     "batch_tokens", "lr_scale", "warmup", "lr_cooldown", "max_updates", "valid_every", "save_every",
@@ -178,7 +178,7 @@ def train(
 
 def score(run: Path, settings: dict[str, Any], decode: dict[str, Any], spec: dict[str, Any],
           config: dict[str, Any], data_root: Path, average_last: int, threads: int,
-          cli: list[str]) -> dict[str, Any]:  # fmt: skip
+          cli: list[str], pair: str = PAIR) -> dict[str, Any]:  # fmt: skip
     """Average the last checkpoints, decode, post-process and score the test set as the workflow
     does; reused when the same averaging and search settings scored this run before."""
     decode = {**decode, "average_last": average_last}
@@ -188,7 +188,7 @@ def score(run: Path, settings: dict[str, Any], decode: dict[str, Any], spec: dic
     if scored and json.loads(decode_file.read_text(encoding="utf-8")) == decode:
         return json.loads(scores_file.read_text(encoding="utf-8"))["scores"]
     folder.mkdir(parents=True, exist_ok=True)
-    src, tgt = PAIR.split("-")
+    src, tgt = pair.split("-")
     corpus = config["corpora"][spec["corpus"]]
     bpe = Path(settings["data"]["vocab"]).parent
     model, bpe_hyp, hyp = folder / "averaged.pt", folder / f"{TESTSET}.bpe.hyp", folder / f"{TESTSET}.hyp"
@@ -245,7 +245,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"# Toy {result.get('system', BASELINE)}: training until the validation perplexity levels off",
         "",
         f"Measured {result['date']} on {result['machine']}, {result['threads']} thread per run, runs one"
-        f" after the other; torch {result['torch']}. Toyworld en-de, tiny preset, seeds {result['seeds']};"
+        f" after the other; torch {result['torch']}. Toyworld {result.get('pair', PAIR)}, tiny preset,"
+        f" seeds {result['seeds']};"
         f" test BLEU and chrF of the average of the last checkpoints, beam {result['decode']['beam']}, alpha"
         f" {result['decode']['alpha']}, scored on the raw references as the workflow does. *Plateau*: the"
         f" validation perplexity moved by under {PLATEAU_TOLERANCE:.0%} over the last fifth of the updates"
@@ -294,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--system", default=BASELINE, help=f"EXPERIMENT/VARIANT of the config (default {BASELINE})"
     )
+    parser.add_argument("--pair", default=PAIR, help=f"one of the experiment's pairs (default {PAIR})")
     parser.add_argument(
         "--data-root", default=".", help="work folder holding data/toyworld (built by the workflow)"
     )
@@ -317,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ):
         parser.error(f"--system {args.system}: no such experiment/variant in {args.config}")
     spec = config["experiments"][experiment]
+    if args.pair not in spec["pairs"]:
+        parser.error(f"--pair {args.pair}: not among {experiment}'s pairs {spec['pairs']}")
     decode = decode_settings(config, experiment)
     average_default = int(decode.pop("average_last"))
     settings = [parse_setting(text, average_default) for text in args.setting]
@@ -329,15 +333,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     for setting in settings:
         seeds = []
         for seed in args.seeds:
-            run_config = run_settings(config, experiment, PAIR, variant, seed)
+            run_config = run_settings(config, experiment, args.pair, variant, seed)
             merged = {**run_config["train"], **setting.overrides}  # None: the trainer's default
             run_config["train"] = {key: value for key, value in merged.items() if value is not None}
             run = workdir / content_id(run_config)  # rows that differ only in averaging share it
             print(f"{setting.name} seed {seed}: training", flush=True)
             timing = train(run_config, run, data_root, args.threads, cli)
-            scores = score(
-                run, run_config, decode, spec, config, data_root, setting.average_last, args.threads, cli
-            )
+            scores = score(run, run_config, decode, spec, config, data_root, setting.average_last,
+                           args.threads, cli, args.pair)  # fmt: skip
             record = json.loads((run / "run.json").read_text(encoding="utf-8"))
             seeds.append({
                 "seed": seed,
@@ -371,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     result = {
         "benchmark": "toy_convergence",
         "system": args.system,
+        "pair": args.pair,
         "date": args.date,
         "machine": f"{cpu_model()}, {os.cpu_count()} cores",
         "threads": args.threads,

@@ -16,6 +16,9 @@ from workflow_configs import REPO, dry_run_jobs, snakemake
 def test_every_job_training_waits_for_comes_first_and_training_before_the_rest():
     result = snakemake("-n", "-p", "--forceall", "--cores", "2")
     assert result.returncode == 0, result.stderr[-2000:]
+    # the greedy scheduler and the re-scheduling span come from the workflow profile, applied to every
+    # run in the repository without being named (benchmarks/results/scheduler_overhead.md)
+    assert "Using workflow specific profile profiles/default" in result.stdout + result.stderr
     jobs = dry_run_jobs(result.stdout)
 
     def paths(job: dict[str, str], field: str) -> list[str]:

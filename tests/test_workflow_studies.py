@@ -217,17 +217,18 @@ def test_a_study_output_outside_its_folder_is_refused(workflow_copy):
 # multi-task run's three times the updates (its `variant_train`, measured beside it).
 RUN_UPDATES = 500  # 1,000 updates of 1,024 tokens: the toy runs' plateau setting (config.yaml &toy_train)
 MULTITASK_FACTOR = 3  # the multi-task run's updates over the others' (a third of its targets translate)
+EN_RU_UPDATES = 1000  # 2,000 updates of 1,024 tokens: the EN-RU runs' plateau setting (emelin2019_en_ru)
 QUOTA = {
     "baseline": {"jobs": 1, "updates": RUN_UPDATES},
-    # lexical, feature-fusion; EN-RU baseline and both (Table 2); dec-to-enc and dec-to-enc + self (Table 4)
-    "emelin2019": {"jobs": 7, "updates": 7 * RUN_UPDATES},
+    # lexical, feature-fusion, dec-to-enc and dec-to-enc + self (Tables 1, 4); EN-RU's three (Table 2)
+    "emelin2019": {"jobs": 7, "updates": 4 * RUN_UPDATES + 3 * EN_RU_UPDATES},
     # PASCAL, LISA, S&H, multi-task (three times the updates)
     "bugliarello2020": {"jobs": 4, "updates": (3 + MULTITASK_FACTOR) * RUN_UPDATES},
     "yang2020": {"jobs": 2, "updates": 2 * RUN_UPDATES},  # sem_ifm, simplified
     # flat and hierarchical x (images, two sources): serial and parallel are beyond the demo's budget
     "libovicky2018": {"jobs": 4, "updates": 4 * RUN_UPDATES},
 }
-TOTAL = {"jobs": 18, "updates": (17 + MULTITASK_FACTOR) * RUN_UPDATES}
+TOTAL = {"jobs": 18, "updates": (14 + MULTITASK_FACTOR) * RUN_UPDATES + 3 * EN_RU_UPDATES}
 REFERENCE_BATCH_TOKENS = 2048
 
 
@@ -280,11 +281,13 @@ def test_every_toy_run_trains_with_the_setting_measured_at_its_plateau():
     row whose every seed reached the plateau (under 2% over the last fifth): the config cannot drift
     from the measurement that justifies it without this test saying so. The multi-task run alone
     trains longer (MULTITASK_FACTOR times the updates), as toy_convergence_multitask.json measured
-    over three seeds."""
+    over three seeds, and so do the EN-RU runs (toy_convergence_en_ru_<variant>.json: the baseline and
+    lexical shortcuts at the plateau in all three seeds, feature-fusion in two)."""
     config = with_defaults(yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8")), SCHEMA)
     runs = training_runs(config).values()
     multitask = [run for run in runs if ("bugliarello2020", "en-de", "multitask") in run.users]
-    trains = [run.settings["train"] for run in runs if run not in multitask]
+    en_ru = [run for run in runs if any(pair == "en-ru" for _, pair, _ in run.users)]
+    trains = [run.settings["train"] for run in runs if run not in multitask and run not in en_ru]
     setting = {key: value for key, value in trains[0].items() if key != "seed"}
     assert all({k: v for k, v in train.items() if k != "seed"} == setting for train in trains)
     measured = json.loads((REPO / "benchmarks/results/toy_convergence.json").read_text(encoding="utf-8"))
@@ -300,6 +303,24 @@ def test_every_toy_run_trains_with_the_setting_measured_at_its_plateau():
         _same_train(row["train"], longer_setting) and len(row["seeds"]) >= 3
         for row in measured_multitask["settings"]
     ), f"no row of {path.name} measured the multi-task run's setting {longer_setting} over three seeds"
+    assert sorted(variant for run in en_ru for _, _, variant in run.users) == [
+        "baseline", "feature_fusion", "lexical"
+    ]  # fmt: skip
+    for run in en_ru:
+        en_ru_setting = {key: value for key, value in run.settings["train"].items() if key != "seed"}
+        assert en_ru_setting == {**setting, "max_updates": 2 * EN_RU_UPDATES, "valid_every": 200}
+        ((_, _, variant),) = run.users
+        path = REPO / f"benchmarks/results/toy_convergence_en_ru_{variant}.json"
+        rows_en_ru = json.loads(path.read_text(encoding="utf-8"))["settings"]
+        (row,) = [row for row in rows_en_ru if _same_train(row["train"], en_ru_setting)]
+        at_plateau = [seed["at_plateau"] for seed in row["seeds"]]
+        assert len(at_plateau) >= 3, f"{path.name}: the EN-RU setting measured over fewer than 3 seeds"
+        # every seed of the reference and of lexical shortcuts; two of three of feature-fusion, the
+        # slowest to converge (config.yaml, emelin2019_en_ru)
+        assert sum(at_plateau) >= (2 if variant == "feature_fusion" else len(at_plateau)), (
+            path.name,
+            at_plateau,
+        )
     # ... and the spread that every toy table quotes is that row's, seeds and date included
     assert TOY_BASELINE_SPREAD.bleu == round(rows[0]["bleu"]["spread"], 2)
     assert list(TOY_BASELINE_SPREAD.seeds) == [seed["seed"] for seed in rows[0]["seeds"]]

@@ -88,7 +88,10 @@ def run_arm(folder: Path, span: str, extra: list[str]) -> dict[str, float]:
         "--max-jobs-per-timespan", span, "--quiet", *extra,
     ]  # fmt: skip
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {**os.environ, "PATH": os.pathsep.join([str(snakemake.parent), os.environ["PATH"]])}  # nmtvariants
+    process = subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     peak_threads, own = 0, 0.0
     while True:  # os.wait4, not Popen.poll: the exit's resource usage is the measurement
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)

@@ -109,6 +109,12 @@ def test_variant_pairs_keep_a_variant_to_some_pairs(default_config, schema):
         ("en-ru", "baseline"),
         ("en-ru", "lexical"),
     ]
+    # the default config's EN-DE study with EN-RU added, Table 4's ablations kept to EN-DE
+    default_config["experiments"]["emelin2019"]["pairs"] = ["en-de", "en-ru"]
+    default_config["experiments"]["emelin2019"]["variant_pairs"] = {
+        "dec_to_enc": ["en-de"],
+        "dec_to_enc_self": ["en-de"],
+    }
     resolved = with_defaults(default_config, schema)
     users = {user for run in training_runs(resolved).values() for user in run.users}
     emelin = {(pair, variant) for name, pair, variant in users if name == "emelin2019"}

@@ -27,7 +27,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -38,7 +37,7 @@ import time
 from pathlib import Path
 
 from nmtvariants.fileio import atomic_write
-from nmtvariants.hardware import hardware_info
+from nmtvariants.hardware import benchmark_machine
 
 MAIN = "import sys; from nmtvariants.cli import main; sys.exit(main())"
 RUN = "import sys; from nmtvariants.cli import run; sys.exit(run())"
@@ -139,11 +138,7 @@ def main() -> None:
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": {
-            "cpu": hardware_info()["cpu"],
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-        },
+        "machine": benchmark_machine(),
         "rounds": args.rounds,
         "rows": rows,
     }

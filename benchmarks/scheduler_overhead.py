@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -39,7 +38,7 @@ import time
 from pathlib import Path
 
 from nmtvariants.fileio import atomic_write
-from nmtvariants.hardware import hardware_info
+from nmtvariants.hardware import benchmark_machine
 
 ARMS = {"default (100/1s)": "100/1s", "profile (500/5s)": "500/5s"}
 SNAKEFILE = """
@@ -150,11 +149,7 @@ def main() -> None:
     record = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": {
-            "cpu": hardware_info()["cpu"],
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-        },
+        "machine": benchmark_machine(),
         "snakemake": subprocess.run(
             [str(Path(sys.executable).with_name("snakemake")), "--version"], capture_output=True, text=True
         ).stdout.strip(),

@@ -51,6 +51,11 @@ def cpu_model(cpuinfo: str | None = None) -> str:
     )
 
 
+def benchmark_machine() -> dict[str, Any]:
+    """The machine a benchmark record names beside its figures (benchmarks/): CPU model, Python, cores."""
+    return {"cpu": cpu_model(), "python": platform.python_version(), "cpus": os.cpu_count()}
+
+
 def hardware_info() -> dict[str, Any]:
     """What this process runs on: CPU model and cores, memory, GPUs, torch and Python versions.
 

@@ -22,7 +22,7 @@ install: sync
 # The venv, created once; `sync` then makes it equal to the lock on every run (seconds when it is).
 # torch and its CUDA libraries are half of the install's work: one pip process installs them (and then
 # this package) while another installs the rest (--no-deps: the lock lists every package but pip's own
-# setuptools, which `sync` then adds). On 2 cores the install takes ~56 s instead of ~90
+# setuptools, which `sync` then adds). On the 2-core Zen 4 EPYC the install took ~56 s instead of ~90
 # (benchmarks/results/demo_budget.md). No pip cache: the lock is installed once, and a cached copy of
 # every downloaded wheel (several GB for torch's CUDA libraries) would double the disk the install needs.
 TORCH_STACK := ^(torch|torchvision|triton|nvidia-|cuda-)

@@ -4,7 +4,6 @@
 #   snakemake --cores 8 <study>                               # every table and figure of a study
 #   snakemake --profile profiles/slurm --configfile experiments/<paper>.yaml
 import sys
-import threading
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
@@ -45,15 +44,7 @@ onstart:
         sys.exit(2)
 
 
-# Snakemake's re-scheduling timers (one per finished job while others wait for cores, each of the span
-# in profiles/default/config.yaml) are threads the interpreter waits for at exit: without this, a run
-# would end up to 5 s after its last job. Once the run is over nothing needs them.
-def cancel_rescheduling_timers():
-    for thread in threading.enumerate():
-        if isinstance(thread, threading.Timer):
-            thread.cancel()
-
-
+# Without this a run would end up to 5 s after its last job (rules/common.smk).
 onsuccess:
     cancel_rescheduling_timers()
 

@@ -1,4 +1,5 @@
 import re
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -757,3 +758,12 @@ NMTV_LAUNCH = (
 def launch(command):
     """The shell command `nmtvariants <command>`, under torchrun when the job asks for > 1 GPU."""
     return f"{NMTV_LAUNCH} {command}"
+
+
+def cancel_rescheduling_timers():
+    """Snakemake's re-scheduling timers (one per finished job while others wait for cores, each of the
+    span in profiles/default/config.yaml) are threads the interpreter waits for at exit; once the run is
+    over (the Snakefile's onsuccess and onerror) nothing needs them."""
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()

@@ -20,7 +20,8 @@ average_last`` (``lr_cooldown=START/END/FLOOR``: train.lr_cooldown's shares; ``n
 Runs go to ``--workdir/<run id>/`` (the hash of the run's settings, seed included, as in the
 workflow's ``models/runs/``): a run already finished there is reused with its recorded train time,
 so an interrupted measurement resumes, and two rows that differ only in ``average_last`` share their
-runs and cost one training. ``--data-root``
+runs and cost one training; with ``--reuse WORK/models/runs``, a run the workflow finished there
+(the same id: the same settings) is scored without training it again. ``--data-root``
 is a work folder where the workflow has built ``data/toyworld`` (e.g. a finished ``make demo``).
 
     PYTHONPATH=src OMP_NUM_THREADS=1 python benchmarks/toy_convergence.py --data-root ../shared/demo \\
@@ -32,6 +33,7 @@ is a work folder where the workflow has built ``data/toyworld`` (e.g. a finished
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -176,6 +178,27 @@ def train(
     return {**timing, "reused": False}
 
 
+def adopt(settings: dict[str, Any], run: Path, finished: Path) -> dict[str, Any]:
+    """Take a run that the workflow trained (``models/runs/<run id>/`` of a work folder, the same id
+    and so the same settings) instead of training it again: its checkpoints are linked, its log and
+    run.json copied, and its train time is the one its log recorded (the workflow's, with whatever
+    ran beside it, which the record's notes must say)."""
+    if run.exists():
+        subprocess.run(["rm", "-rf", str(run)], check=True)
+    run.mkdir(parents=True)
+    (run / "checkpoints").symlink_to((finished / "checkpoints").resolve(), target_is_directory=True)
+    for name in ("train_log.csv", "run.json"):
+        (run / name).write_bytes((finished / name).read_bytes())
+    (run / "final.pt").symlink_to((finished / "final.pt").resolve())
+    with open(run / "train_log.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    timing = {"train_s": float(rows[-1]["elapsed_s"]), "adopted_from": str(finished)}
+    for name, record in (("settings.json", settings), ("timing.json", timing)):
+        with atomic_write(run / name) as handle:
+            handle.write(json.dumps(record, indent=1) + "\n")
+    return {**timing, "reused": True}
+
+
 def score(run: Path, settings: dict[str, Any], decode: dict[str, Any], spec: dict[str, Any],
           config: dict[str, Any], data_root: Path, average_last: int, threads: int,
           cli: list[str], pair: str = PAIR) -> dict[str, Any]:  # fmt: skip
@@ -300,6 +323,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--data-root", default=".", help="work folder holding data/toyworld (built by the workflow)"
     )
     parser.add_argument("--workdir", required=True, help="where the runs go (reused when finished)")
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        help="a work folder's models/runs: a run the workflow finished there is"
+        " scored, not trained again (its train time is the workflow's)",
+    )
     parser.add_argument("--config", default="config.yaml")
     parser.add_argument("--schema", default="schemas/config.schema.yaml")
     parser.add_argument("--threads", type=int, default=1)
@@ -338,7 +367,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             run_config["train"] = {key: value for key, value in merged.items() if value is not None}
             run = workdir / content_id(run_config)  # rows that differ only in averaging share it
             print(f"{setting.name} seed {seed}: training", flush=True)
-            timing = train(run_config, run, data_root, args.threads, cli)
+            finished = args.reuse / run.name if args.reuse else None
+            if finished and (finished / "run.json").exists() and (finished / "final.pt").exists():
+                timing = adopt(run_config, run, finished)
+            else:
+                timing = train(run_config, run, data_root, args.threads, cli)
             scores = score(run, run_config, decode, spec, config, data_root, setting.average_last,
                            args.threads, cli, args.pair)  # fmt: skip
             record = json.loads((run / "run.json").read_text(encoding="utf-8"))

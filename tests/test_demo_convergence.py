@@ -42,7 +42,7 @@ def test_the_seeds_overlay_adds_seeds_and_keeps_the_rest_of_the_default():
     toy = [name for name, spec in config["experiments"].items() if spec["corpus"] == "toyworld"]
     assert toy and all(config["experiments"][name]["seeds"] == [1234, 2, 3] for name in toy)
     assert config["experiments"]["bugliarello2020"]["variants"]["pascal"] == {"pascal": {}}
-    assert config["experiments"]["baseline"]["train"]["max_updates"] == 1000
+    assert config["experiments"]["baseline"]["train"]["max_updates"] == 1200
 
 
 def test_each_replica_is_read_where_its_table_reads_it():

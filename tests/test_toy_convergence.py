@@ -98,3 +98,23 @@ def test_a_system_that_the_config_lacks_is_refused_before_anything_trains(tmp_pa
         toy.main(["--setting", "demo:", "--system", "bugliarello2020/nope", "--workdir", str(tmp_path)])
     assert stop.value.code == 2
     assert not any(tmp_path.iterdir())
+
+
+def test_a_run_the_workflow_finished_is_adopted_with_the_train_time_its_log_recorded(tmp_path):
+    """--reuse: the workflow's run folder (same id, same settings) is scored, not trained again;
+    a second pass finds the adopted run finished and does not train either."""
+    finished = tmp_path / "work" / "models" / "runs" / "abc123"
+    (finished / "checkpoints").mkdir(parents=True)
+    (finished / "checkpoints" / "checkpoint_100.pt").write_bytes(b"weights")
+    write_log(finished / "train_log.csv", [(500, 2.0), (1000, 1.97)])
+    (finished / "run.json").write_text('{"plateau": {}}\n', encoding="utf-8")
+    (finished / "final.pt").write_bytes(b"final")
+    settings = {"train": {"max_updates": 1000, "seed": 2}}
+    run = tmp_path / "conv" / "abc123"
+    timing = toy.adopt(settings, run, finished)
+    assert timing["train_s"] == pytest.approx(100.0)  # the last row's elapsed_s (1000 / 10)
+    assert timing["reused"] is True
+    assert (run / "checkpoints" / "checkpoint_100.pt").read_bytes() == b"weights"
+    assert toy.curve_record(run / "train_log.csv")["last_fifth_change"] == pytest.approx(0.015)
+    again = toy.train(settings, run, tmp_path, 1, ["false"])  # would fail if it trained
+    assert again["reused"] is True and again["train_s"] == pytest.approx(100.0)

@@ -20,7 +20,7 @@ average_last`` (``lr_cooldown=START/END/FLOOR``: train.lr_cooldown's shares; ``n
 Runs go to ``--workdir/<run id>/`` (the hash of the run's settings, seed included, as in the
 workflow's ``models/runs/``): a run already finished there is reused with its recorded train time,
 so an interrupted measurement resumes, and two rows that differ only in ``average_last`` share their
-runs and cost one training; with ``--reuse WORK/models/runs``, a run the workflow finished there
+runs and cost one training; with ``--reuse WORK/models/runs`` (repeatable), a run the workflow finished there
 (the same id: the same settings) is scored without training it again. ``--data-root``
 is a work folder where the workflow has built ``data/toyworld`` (e.g. a finished ``make demo``).
 
@@ -326,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--reuse",
         type=Path,
-        help="a work folder's models/runs: a run the workflow finished there is"
+        action="append",
+        default=[],
+        help="a work folder's models/runs (repeatable): a run the workflow finished there is"
         " scored, not trained again (its train time is the workflow's)",
     )
     parser.add_argument("--config", default="config.yaml")
@@ -367,9 +369,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             run_config["train"] = {key: value for key, value in merged.items() if value is not None}
             run = workdir / content_id(run_config)  # rows that differ only in averaging share it
             print(f"{setting.name} seed {seed}: training", flush=True)
-            finished = args.reuse / run.name if args.reuse else None
-            if finished and (finished / "run.json").exists() and (finished / "final.pt").exists():
-                timing = adopt(run_config, run, finished)
+            finished = [
+                folder / run.name for folder in args.reuse if (folder / run.name / "final.pt").exists()
+            ]
+            if finished and (finished[0] / "run.json").exists():
+                timing = adopt(run_config, run, finished[0])
             else:
                 timing = train(run_config, run, data_root, args.threads, cli)
             scores = score(run, run_config, decode, spec, config, data_root, setting.average_last,

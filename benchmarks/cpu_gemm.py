@@ -12,7 +12,9 @@ question of these shapes on this core, which this script answers:
 * ``numpy``: ``numpy.matmul`` (the wheel's OpenBLAS, one thread through ``OPENBLAS_NUM_THREADS``);
 * ``torch_mm_avx512``: ``torch.mm`` in a child process that let MKL take its AVX-512 kernels on AMD
   before importing torch (``nmtvariants.mkl_dispatch``, what every ``nmtvariants`` command does); the
-  child serves one measurement at a time, so the rounds interleave it with the others.
+  child serves one measurement at a time, so the rounds interleave it with the others;
+* ``torch_mm_bf16``: ``torch.mm`` on bfloat16 copies of both operands (oneDNN's brgemm, what
+  ``--dtype bfloat16`` and bf16 autocast run): whether bf16 is the faster mode on this core at all.
 
 Each shape is [rows x in] @ [in x out], the way a linear layer multiplies a batch: the small model's
 training batch (~4,000 tokens), its beam search (64 sentences x beam 5 = 320 rows), and the toy model's
@@ -52,7 +54,7 @@ SHAPES = (
     ("tiny (toy), training: FFN in", 1024, 64, 256),
     ("tiny (toy), training: vocabulary (519)", 1024, 64, 519),
 )
-BACKENDS = ("torch_mm", "onednn_linear", "numpy", "torch_mm_avx512")
+BACKENDS = ("torch_mm", "onednn_linear", "numpy", "torch_mm_avx512", "torch_mm_bf16")
 
 
 def operands(rows: int, inner: int, out: int):
@@ -74,6 +76,9 @@ def product(backend: str, x, weight) -> Callable[[], object]:
     if backend == "onednn_linear":
         bias = torch.zeros(weight.size(0))
         return lambda: torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+    if backend == "torch_mm_bf16":
+        x_bf16, weight_bf16_t = x.bfloat16(), weight.bfloat16().t()
+        return lambda: torch.mm(x_bf16, weight_bf16_t)
     x_np, weight_np = x.numpy(), np.ascontiguousarray(weight.t().numpy())
     return lambda: np.matmul(x_np, weight_np)
 
@@ -148,7 +153,7 @@ def markdown(result: dict) -> str:
     meta = result["meta"]
     backends = meta["backends"]
     lines = [
-        "# fp32 matrix products of the models' shapes on one core, per BLAS (benchmarks/cpu_gemm.py)",
+        "# Matrix products of the models' shapes on one core, fp32 and bf16 (benchmarks/cpu_gemm.py)",
         "",
         f"Measured {meta['date']} on {meta['cpu']}, 1 thread, torch {meta['torch']} (MKL sgemm), numpy "
         f"{meta['numpy']} ({meta['numpy_blas']}); {meta['rounds']} rounds, backends rotated, at least "

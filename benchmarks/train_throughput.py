@@ -344,7 +344,13 @@ def write_results(args, rounds: list[dict], out: Path) -> None:
     import torch
 
     fastest_peer = 2166  # OpenNMT-py on this machine (peers/README.md), plain PyTorch there: 2056
+    sys.path.insert(0, str(REPO / "src"))
+    from nmtvariants.fileio import atomic_write
+    from nmtvariants.hardware import benchmark_machine
+
     summary = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": benchmark_machine(),
         "setting": {
             "threads": args.threads,
             "batch_tokens": args.batch_tokens,
@@ -376,13 +382,12 @@ def write_results(args, rounds: list[dict], out: Path) -> None:
     # peers were measured against plain PyTorch in their own runs: express our ratio on their scale
     summary["median"]["ratio_to_fastest_peer_via_ref"] = med["ratio_to_ref"] * 2056 / fastest_peer
     out.parent.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(REPO / "src"))
-    from nmtvariants.fileio import atomic_write
-
     with atomic_write(out.with_suffix(".json")) as handle:
         json.dump(summary, handle, indent=2)
     lines = [
         "# Training throughput, 2 CPU threads (peers' benchmark config)",
+        "",
+        f"Measured {summary['date']} on {summary['machine']['cpu']} ({summary['machine']['cpus']} CPUs).",
         "",
         f"torch {torch.__version__}; {args.rounds} rounds, order alternated; {WARM} warm-up + {MEAS} "
         f"measured updates; batch_tokens {args.batch_tokens}, maxi_batch {args.maxi_batch}, amp {args.amp} "

@@ -40,3 +40,13 @@ def test_the_avx512_child_measures_a_product():
         assert child.rate(64, 32, 48, 0.01) > 0
     finally:
         child.close()
+
+
+def test_the_bf16_backend_multiplies_as_a_linear_layer_within_bf16_rounding():
+    """bfloat16 keeps 8 bits of mantissa: each operand is off by up to 2^-9 relatively, so the
+    product is checked against float64 on the rounded operands, with fp32 accumulation's tolerance."""
+    x, weight = bench.operands(37, 19, 23)
+    rounded = x.bfloat16().double().numpy() @ weight.bfloat16().double().numpy().T
+    result = bench.product("torch_mm_bf16", x, weight)()
+    assert result.dtype == torch.bfloat16 and result.shape == (37, 23)
+    np.testing.assert_allclose(result.double().numpy(), rounded, rtol=2**-7, atol=2**-6)

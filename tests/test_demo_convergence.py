@@ -55,3 +55,27 @@ def test_each_replica_is_read_where_its_table_reads_it():
     assert demo.score_file(config, "libovicky2018_mmt", "en-de", "flat", "test") == (
         "results/libovicky2018/libovicky2018_mmt/en-de/flat/test.clean.json"
     )
+
+
+def test_the_committed_record_is_of_todays_demo_and_every_run_reached_its_plateau():
+    """benchmarks/results/demo_convergence.json names each run by its content id (the hash of its
+    settings, seed included), so recomputing the ids from config.yaml + the seeds overlay says whether
+    the record still measures the demo's settings; issue 25's bars are then read from it: every run at
+    its plateau, the toy baseline's spread within 1 BLEU, every toy experiment of the demo present."""
+    import json
+
+    from nmtvariants.config import content_id, run_settings
+
+    config = demo.merged_config([REPO / "config.yaml", REPO / "experiments" / "overlays" / "toy_seeds.yaml"])
+    saved = json.loads((REPO / "benchmarks/results/demo_convergence.json").read_text(encoding="utf-8"))
+    experiments = {entry["name"]: entry for entry in saved["experiments"]}
+    toy = {name for name, spec in config["experiments"].items() if spec["corpus"] == "toyworld"}
+    assert toy <= set(experiments), f"not in the record: {sorted(toy - set(experiments))}"
+    records = [(name, r) for name, entry in experiments.items() for r in entry["records"]]
+    assert len(records) >= 3 * len(toy)
+    for name, r in records:
+        expected = content_id(run_settings(config, name, r["pair"], r["variant"], r["seed"]))
+        assert r["run"] == expected, f"{name}/{r['variant']} seed {r['seed']}: trained with other settings"
+        assert r["plateau"]["at_plateau"] is True, (name, r["variant"], r["seed"], r["plateau"])
+    (baseline,) = experiments["baseline"]["rows"]
+    assert baseline["seeds"] == [1234, 2, 3] and baseline["spread"] <= 1.0

@@ -16,6 +16,8 @@ from nmtvariants.config import (
     training_runs,
 )
 from nmtvariants.errors import exit_on_error
+from nmtvariants.fork_server import ENV as FORK_SERVER_ENV
+from nmtvariants.fork_server import OFF as FORK_SERVER_OFF
 from nmtvariants.layout import (
     averaged_model,
     bpe_file,
@@ -753,6 +755,13 @@ NMTV_LAUNCH = (
     "$(test {resources.gpu} -gt 1"
     " && echo torchrun --standalone --nproc_per_node={resources.gpu} -m) nmtvariants"
 )
+
+
+def measured(command):
+    """The shell command of a job that Snakemake measures (`benchmark:`): its commands run in their own
+    processes, not in the run's fork server (Snakefile, nmtvariants.fork_server), since a benchmark
+    file counts the job's own process tree, which a served command is not part of."""
+    return f"export {FORK_SERVER_ENV}={FORK_SERVER_OFF}; {command}"
 
 
 def launch(command):

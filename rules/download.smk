@@ -23,4 +23,6 @@ for _name, _corpus in DOWNLOADED_CORPORA.items():
             dest=f"data/{_name}/raw",
             mirror=["--mirror", config["mirror"]] if config.get("mirror") else [],
         shell:
-            "nmtvariants download {params.source:q} --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
+            measured(
+                "nmtvariants download {params.source:q} --dest {params.dest:q} {params.mirror:q} > {log:q} 2>&1"
+            )

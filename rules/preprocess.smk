@@ -32,9 +32,11 @@ rule tokenize:
         ),
         escape=lambda wc: "" if preprocess_setting(wc, "escape") else "--no-escape",
     shell:
-        "(nmtvariants normalize -l {wildcards.lang:q} {params.lowercase} -j {threads} {input:q}"
-        " | nmtvariants tokenize -l {wildcards.lang:q} {params.aggressive} {params.escape}"
-        " -j {threads} -o {output:q}) 2> {log:q}"
+        measured(
+            "(nmtvariants normalize -l {wildcards.lang:q} {params.lowercase} -j {threads} {input:q}"
+            " | nmtvariants tokenize -l {wildcards.lang:q} {params.aggressive} {params.escape}"
+            " -j {threads} -o {output:q}) 2> {log:q}"
+        )
 
 
 rule clean:
@@ -62,10 +64,12 @@ rule clean:
         max=lambda wc: preprocess_setting(wc, "clean", "max"),
         ratio=lambda wc: preprocess_setting(wc, "clean", "ratio"),
     shell:
-        "nmtvariants clean --src-in {input.src:q} --tgt-in {input.tgt:q}"
-        " --src-out {output.src:q} --tgt-out {output.tgt:q}"
-        " --min {params.min:q} --max {params.max:q} --ratio {params.ratio:q}"
-        " --report {output.report:q} --kept {output.kept:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants clean --src-in {input.src:q} --tgt-in {input.tgt:q}"
+            " --src-out {output.src:q} --tgt-out {output.tgt:q}"
+            " --min {params.min:q} --max {params.max:q} --ratio {params.ratio:q}"
+            " --report {output.report:q} --kept {output.kept:q} > {log:q} 2>&1"
+        )
 
 
 # A further language of the pair (shared_with): its tokenised training lines that the pair kept.
@@ -87,7 +91,9 @@ rule clean_shared:
         mem_mb=sized_mem_mb("clean_shared"),
         runtime=sized_runtime("clean_shared"),
     shell:
-        "nmtvariants follow-clean --kept {input.kept:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants follow-clean --kept {input.kept:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        )
 
 
 # a language that is shared with one pair and a pair's own language in another: the pair's own rule
@@ -111,7 +117,9 @@ rule truecase_train:
         mem_mb=sized_mem_mb("truecase_train"),
         runtime=sized_runtime("truecase_train"),
     shell:
-        "nmtvariants truecase train --model {output:q} {input:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants truecase train --model {output:q} {input:q} > {log:q} 2>&1"
+        )
 
 
 # With `truecase: false` no model is trained and the tc/ files are the tokenised (train: cleaned)
@@ -137,7 +145,9 @@ rule truecase_apply:
     params:
         model=lambda wc, input: ["--model", input.model] if input.model else [],
     shell:
-        "nmtvariants truecase apply {params.model:q} -j {threads} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants truecase apply {params.model:q} -j {threads} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        )
 
 
 rule bpe_learn:
@@ -166,9 +176,11 @@ rule bpe_learn:
         vocab_dir="data/{corpus}/{src}-{tgt}/bpe",
         shared=bpe_learn_shared_args,
     shell:
-        "nmtvariants bpe learn --input {wildcards.src:q}={input.src:q} --input {wildcards.tgt:q}={input.tgt:q}"
-        " -s {params.merges:q} --codes {output.codes:q} --vocab-dir {params.vocab_dir:q} {params.translit:q}"
-        " {params.shared:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants bpe learn --input {wildcards.src:q}={input.src:q} --input {wildcards.tgt:q}={input.tgt:q}"
+            " -s {params.merges:q} --codes {output.codes:q} --vocab-dir {params.vocab_dir:q} {params.translit:q}"
+            " {params.shared:q} > {log:q} 2>&1"
+        )
 
 
 # A further language's vocab.<lang>: its training text segmented with the shared codes, counted (what
@@ -193,7 +205,9 @@ rule bpe_vocab_shared:
     params:
         codes=shared_codes,
     shell:
-        "nmtvariants bpe count --codes {params.codes:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants bpe count --codes {params.codes:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        )
 
 
 ruleorder: bpe_learn > bpe_vocab_shared
@@ -221,8 +235,10 @@ rule bpe_apply:
         codes=bpe_codes_for,
         threshold=lambda wc: preprocess_setting(wc, "bpe", "threshold"),
     shell:
-        "nmtvariants bpe apply --codes {params.codes:q} --vocab {input.vocab:q}"
-        " --threshold {params.threshold:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants bpe apply --codes {params.codes:q} --vocab {input.vocab:q}"
+            " --threshold {params.threshold:q} -o {output:q} {input.text:q} > {log:q} 2>&1"
+        )
 
 
 rule network_vocab:
@@ -242,7 +258,7 @@ rule network_vocab:
         mem_mb=sized_mem_mb("network_vocab"),
         runtime=sized_runtime("network_vocab"),
     shell:
-        "nmtvariants vocab {input:q} -o {output:q} > {log:q} 2>&1"
+        measured("nmtvariants vocab {input:q} -o {output:q} > {log:q} 2>&1")
 
 
 # The round trip of the chain that was run: the workflow's own tokenised, truecased and BPE files of
@@ -271,6 +287,8 @@ rule roundtrip:
         ),
         truecased=lambda wc: "--truecased" if preprocess_setting(wc, "truecase") else "",
     shell:
-        "nmtvariants roundtrip -l {wildcards.lang:q} {params.lowercase} {params.truecased}"
-        " --raw {input.raw:q} --tok {input.tok:q} --tc {input.tc:q} --bpe {input.bpe:q}"
-        " --json {output:q} > {log:q} 2>&1"
+        measured(
+            "nmtvariants roundtrip -l {wildcards.lang:q} {params.lowercase} {params.truecased}"
+            " --raw {input.raw:q} --tok {input.tok:q} --tc {input.tc:q} --bpe {input.bpe:q}"
+            " --json {output:q} > {log:q} 2>&1"
+        )

@@ -27,9 +27,11 @@ rule train:
         settings=run_settings_json,
         outdir=run_folder("{run}"),
     shell:
-        launch(
-            "train --config-json {params.settings:q} --outdir {params.outdir:q}"
-            " --threads {threads} --no-progress > {log:q} 2>&1"
+        measured(
+            launch(
+                "train --config-json {params.settings:q} --outdir {params.outdir:q}"
+                " --threads {threads} --no-progress > {log:q} 2>&1"
+            )
         )
 
 

@@ -176,3 +176,15 @@ def test_report_sections_and_content(run: SimpleNamespace) -> None:
     plateau = json.loads((run.run_dir / "run.json").read_text(encoding="utf-8"))["plateau"]
     assert plateau == plateau_record(run.run_dir / "train_log.csv")  # what the report's cells show
     assert "sacreBLEU signature: none" not in report.split("## Data statistics")[0]
+
+
+def test_the_runs_fork_server_served_the_unmeasured_commands_and_stopped(run: SimpleNamespace) -> None:
+    """The Snakefile's fork server (nmtvariants.fork_server): the run's torch commands that Snakemake
+    does not measure (average, translate) ran in it and succeeded; measured ones (train, `benchmark:`)
+    ran in their own processes; the server stopped with the run."""
+    lines = text(run, "logs/fork_server.log").splitlines()
+    served = [line for line in lines if "): exit status" in line]
+    assert all("exit status 0 " in line for line in served), served
+    commands = {line.split("fork server: ")[1].split(" (pid")[0] for line in served}
+    assert {"average", "translate"} <= commands and "train" not in commands, commands
+    assert "stopped after" in lines[-1]

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from nmtvariants import __version__
 from nmtvariants.errors import EXIT_STATUS, NMTVariantsError
+from nmtvariants.fork_server import run_in_server
 from nmtvariants.mkl_dispatch import use_fast_mkl_kernels
 
 PACKAGE = "nmtvariants"
@@ -252,7 +253,9 @@ def build_parser_for(argv: list[str], package: str = PACKAGE) -> argparse.Argume
 
 
 def run() -> int:
-    """The ``nmtvariants`` executable: :func:`main`, then :func:`gc.freeze` before the interpreter exits.
+    """The ``nmtvariants`` executable: in the workflow's fork server when a local run has one
+    (:mod:`nmtvariants.fork_server`: the command starts with torch and the rest imported), otherwise
+    :func:`main` here, then :func:`gc.freeze` before the interpreter exits.
 
     Every job of the workflow is a fresh process, and one that imported torch holds ~10^6 Python
     objects that the interpreter's last collections walk on the way out: 0.6-0.7 s of every torch job
@@ -260,13 +263,17 @@ def run() -> int:
     atexit handlers and the standard streams are closed and flushed as before (every output of the
     pipeline is written and renamed before its command returns). Not in :func:`main`, which tests call
     in-process many times: frozen cyclic garbage is never freed there."""
+    served = run_in_server(sys.argv[1:])
+    if served is not None:
+        return served
     status = main()
     gc.freeze()
     return status
 
 
 def main(argv: list[str] | None = None) -> int:
-    use_fast_mkl_kernels()  # before any command imports torch
+    if "torch" not in sys.modules:  # in a fork of the server (fork_server) the server did it
+        use_fast_mkl_kernels()  # before any command imports torch
     args = build_parser_for(sys.argv[1:] if argv is None else list(argv)).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

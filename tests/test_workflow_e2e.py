@@ -5,8 +5,8 @@
 Every expectation is computed here independently of the stage that wrote it: scores and signatures
 with sacreBLEU on the workflow's own hypothesis and raw reference, line and token counts from the
 raw files, the round-trip column from the JSON reports, commits with git on the copy. The run has
-32 jobs; each pays the CLI's start-up (about 2 s of CPU), so it takes about a minute on 2 idle cores
-(2-3 minutes on a busy machine): it is marked slow.
+32 jobs; the measured ones (preprocessing, training) pay the CLI's start-up (about 2 s of CPU each),
+the rest start in the run's fork server: ~15 s on 2 idle cores (more on a busy machine): marked slow.
 """
 
 from __future__ import annotations

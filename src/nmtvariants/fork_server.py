@@ -3,7 +3,8 @@
 Why: every job of the workflow is a fresh ``nmtvariants <command>`` process, and on the 2-core machines
 the demo runs on ``import torch`` alone costs ~1.5 s of CPU (pandas, matplotlib, sacremoses and NLTK
 ~0.3-0.5 s each), while most of the demo's ~300 jobs do a few seconds of work. The Snakefile starts one
-server per local run (``onstart``); it imports :data:`PRELOAD` and then waits on a Unix socket. The
+server per local run (``onstart``); it imports :data:`PRELOAD` and then waits on a Unix socket (Linux's
+abstract namespace: no file to leave behind; only the same user's processes are served). The
 ``nmtvariants`` executable of a job (:func:`run_in_server`, called first by ``cli.run``) connects,
 sends its arguments, working folder, environment and standard streams (the file descriptors
 themselves), and the server forks a copy of itself that becomes the job's command: it starts with
@@ -22,7 +23,7 @@ cancelled job never keeps writing. Signals sent to the job's process (TERM, INT,
 on to the command.
 
 A job falls back to running the command itself, as before, whenever the server cannot serve it
-exactly: no server (``NMTV_FORKSERVER`` unset, ``off`` or its socket gone: a cluster node, a job
+exactly: no server (``NMTV_FORKSERVER`` unset, ``off`` or no one listening: a cluster node, a job
 started before the server is ready), another Python environment (a conda env of ``--use-conda``),
 another copy of the package, a variable that libraries read at import (``LD_*``, ``PYTHON*``,
 ``CUDA*``, ``TORCH*``, ...) set differently from the server's, or a command under ``torchrun``.
@@ -40,6 +41,7 @@ import json
 import logging
 import os
 import random
+import secrets
 import select
 import signal
 import socket
@@ -127,7 +129,7 @@ def run_in_server(argv: list[str]) -> int | None:
         return None
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        connection.connect(path)
+        connection.connect(_address(path))
         _send_request(connection, argv)
         replies = connection.makefile("r", encoding="utf-8")
         first = json.loads(replies.readline() or "{}")
@@ -272,11 +274,26 @@ def _finish(status: int) -> None:
     os._exit(status & 0xFF if status >= 0 else 1)
 
 
+def _address(name: str) -> str:
+    """The socket address of a server name: ``@name`` is Linux's abstract namespace (no file: nothing
+    is left behind when the server is killed)."""
+    return "\0" + name[1:] if name.startswith("@") else name
+
+
+def _peer_uid(connection: socket.socket) -> int:
+    """The user id of the process at the other end (an abstract socket has no file permissions)."""
+    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", credentials)[1]
+
+
 def _serve_one(connection: socket.socket, base_env: dict[str, str], identity: dict[str, str]) -> None:
     """In the forked child of the server: one job's request, start to end (never returns)."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server ignores it; this child waits
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
+        if (uid := _peer_uid(connection)) != os.getuid():  # another user's: never run its command
+            _note(f"refused a connection from user id {uid}")
+            os._exit(0)
         request = _receive(connection)
         command = " ".join(request.argv[:1]) or "(no command)"
         why = mismatch(request, base_env, identity)
@@ -342,28 +359,30 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-def serve(path: Path) -> None:
-    """Import :data:`PRELOAD`, listen on ``path`` and fork for every connection until terminated."""
-    parent = os.getppid()
+def serve(name: str, parent: int) -> None:
+    """Import :data:`PRELOAD`, listen on ``name`` and fork for every connection until terminated or
+    until process ``parent`` (the Snakemake that started it) has gone."""
     _die_with_parent()
+    if os.getppid() != parent:  # it had gone before the death signal was set up
+        return
     base_env = dict(os.environ)
     from nmtvariants.mkl_dispatch import use_fast_mkl_kernels
 
     use_fast_mkl_kernels()  # as cli.main does, before torch
     started = time.perf_counter()
-    for name in PRELOAD:
+    for module in PRELOAD:
         try:
-            __import__(name)
+            __import__(module)
         except ImportError as error:
-            _note(f"{name} not preloaded ({error})")
+            _note(f"{module} not preloaded ({error})")
     import nmtvariants.cli  # noqa: F401 - the command index's own imports
 
     identity = _import_identity()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
+    listener.bind(_address(name))
     listener.listen(64)
     listener.settimeout(1.0)
-    _note(f"ready on {path} after {time.perf_counter() - started:.1f} s of imports")
+    _note(f"ready on {name} after {time.perf_counter() - started:.1f} s of imports")
 
     def stop(_sig, _frame):
         raise SystemExit(0)
@@ -385,8 +404,6 @@ def serve(path: Path) -> None:
             served += 1
     finally:
         listener.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
         _note(f"stopped after {served} connections")
 
 
@@ -394,20 +411,13 @@ def serve(path: Path) -> None:
 @dataclass
 class Server:
     process: subprocess.Popen
-    folder: Path
-
-    @property
-    def socket_path(self) -> Path:
-        return self.folder / "socket"
+    name: str  # NMTV_FORKSERVER's value: ``@`` and an abstract socket's name
 
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=10)
-        with contextlib.suppress(OSError):
-            self.socket_path.unlink(missing_ok=True)
-            self.folder.rmdir()
 
 
 def start(log_path: Path) -> Server | None:
@@ -416,21 +426,20 @@ def start(log_path: Path) -> Server | None:
     ``NMTV_FORKSERVER=off`` or the platform has no fork."""
     if os.environ.get(ENV) == OFF or not hasattr(os, "fork") or not hasattr(os, "pidfd_open"):
         return None
-    # a short path: a Unix socket's name has at most ~100 bytes
-    folder = Path(tempfile.mkdtemp(prefix="nmtv-fork-"))
+    name = f"@nmtv-fork-{os.getpid()}-{secrets.token_hex(8)}"
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "GOTO_NUM_THREADS": "1"}
     env.pop(ENV, None)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "nmtvariants.fork_server", str(folder / "socket")],
+            [sys.executable, "-m", "nmtvariants.fork_server", name, str(os.getpid())],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,
         )
-    os.environ[ENV] = str(folder / "socket")
-    return Server(process, folder)
+    os.environ[ENV] = name
+    return Server(process, name)
 
 
 def stop(server: Server | None) -> None:
@@ -441,4 +450,4 @@ def stop(server: Server | None) -> None:
 
 
 if __name__ == "__main__":  # no logging set up here: a command's own logging starts in its fork
-    serve(Path(sys.argv[1]))
+    serve(sys.argv[1], int(sys.argv[2]))

@@ -111,8 +111,9 @@ def test_projected_loss_and_its_gradients_match_float64_reference(epsilon: float
 
 
 def test_projected_loss_is_stable_for_very_unlikely_gold_tokens() -> None:
-    """Logit gaps far beyond float32's exp range: the log-sum-exp is taken from the largest
-    probability, so the loss stays finite and equal to the float64 value."""
+    """Logit gaps far beyond float32's exp range: the gold token's probability underflows, so the
+    log-sum-exp is taken from the largest probability instead, and the loss stays finite and equal
+    to the float64 value."""
     states = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     weight = torch.tensor([[200.0, 0.0], [0.0, 0.0], [-200.0, 300.0]])
     target = torch.tensor([2, 1])

@@ -53,9 +53,9 @@ class SubLayer(nn.Module):
     def _residual(self, x: torch.Tensor, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         recorder = self.hooks.recorder
         if self.pre_norm:
-            out = (h if self.residual_from_normed else x) + self.dropout(y)
+            out = self.dropout.add(h if self.residual_from_normed else x, y)
         else:
-            out = self.norm(x + self.dropout(y))
+            out = self.norm(self.dropout.add(x, y))
         if recorder is not None:
             recorder.put(f"{self.name}.out", y)
             recorder.put(f"{self.name}.state", out)
@@ -167,9 +167,9 @@ class CrossAttentionBlock(SubLayer):
             k, v = kvs[index]
             y = attn(h, k, v, ctx, attend=attends[index], group=group)
             if self.pre_norm:
-                x = (h if self.residual_from_normed else x) + self.dropout(y)
+                x = self.dropout.add(h if self.residual_from_normed else x, y)
             else:
-                x = norm(x + self.dropout(y))
+                x = norm(self.dropout.add(x, y))
             if recorder is not None:
                 recorder.put(f"{self.names[index]}.out", y)
                 recorder.put(f"{self.names[index]}.state", x)

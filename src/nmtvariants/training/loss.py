@@ -20,6 +20,9 @@ import torch
 
 from nmtvariants.data.vocab import PAD_ID
 
+# Below this a float32 probability loses precision (subnormal) and its log is no longer exact.
+_NORMAL_PROBABILITY = 1e-30
+
 
 def label_smoothed_nll(
     logits: torch.Tensor,
@@ -73,11 +76,16 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
             hidden = states[start : start + block].detach().to(dtype)
             gold_ids = target[start : start + block, None]
             logits = torch.mm(hidden, table.t()).float()
-            top, top_id = logits.max(dim=1, keepdim=True)
             probs = torch.softmax(logits, dim=1)
-            # log Σ exp(logits) from the largest probability (>= 1/V, so its log is exact to fp32)
-            lse = top - probs.gather(1, top_id).log()
-            block_nll = (lse - logits.gather(1, gold_ids)).sum()
+            gold_logits, gold_probs = logits.gather(1, gold_ids), probs.gather(1, gold_ids)
+            if bool(gold_probs.min() >= _NORMAL_PROBABILITY):
+                # log Σ exp(logits) from the gold token's probability: its log is exact to fp32
+                # while it is a normal float, which saves a pass over the block for the maximum
+                lse = gold_logits - gold_probs.log()
+            else:  # a gold token ~70 nats below the best: from the largest probability (>= 1/V)
+                top, top_id = logits.max(dim=1, keepdim=True)
+                lse = top - probs.gather(1, top_id).log()
+            block_nll = (lse - gold_logits).sum()
             nll += block_nll
             loss += gold_weight * block_nll + eps_other * (vocab * lse.sum() - logits.sum())
             grad = probs.sub_(eps_other) if eps_other else probs

@@ -286,6 +286,63 @@ def run_reference(args, peers_data: Path, scratch: Path) -> dict:
     return result
 
 
+def prepare_opennmt(args, peers_data: Path, scratch: Path) -> Path:
+    """OpenNMT-py's config from the peers' template (their settings, ~4,000 target tokens a batch)
+    and its vocabularies, built once under ``scratch``; returns the config."""
+    work = scratch / "opennmt"
+    work.mkdir(parents=True, exist_ok=True)
+    fill = {"@W@": str(scratch), "@D@": str(peers_data), "@UPD@": str(WARM + MEAS), "@BS@": "4000"}
+    text = (PEERS / "opennmt.yaml.in").read_text()
+    for key, value in fill.items():
+        text = text.replace(key, value)
+    config = work / "train.yaml"
+    config.write_text(text)
+    if not (work / "vocab.trg").exists():
+        build = "from onmt.bin.build_vocab import main; main()"
+        subprocess.run(
+            [sys.executable, "-c", build, "-config", str(config), "-n_sample", "-1"],
+            env=opennmt_env(args),
+            check=True,
+            capture_output=True,
+        )
+    return config
+
+
+def opennmt_env(args) -> dict[str, str]:
+    """Our interpreter and torch, with OpenNMT-py's installed tree (``--opennmt``) on the path."""
+    env = env_for(args.threads)
+    env["PYTHONPATH"] = args.opennmt
+    env["PEER_THREADS"] = str(args.threads)
+    return env
+
+
+def run_opennmt(args, config: Path, scratch: Path) -> dict:
+    """OpenNMT-py's own training entry point under the peers' probes (``peers/peer_train.py``)."""
+    for old in config.parent.glob("model_step_*.pt"):
+        old.unlink()
+    record = scratch / "opennmt" / "result.json"
+    command = [sys.executable, str(PEERS / "peer_train.py"), "opennmt", str(record), str(WARM), "--"]
+    result = run_child([*command, "-config", str(config)], opennmt_env(args))
+    result.update(json.loads(record.read_text()))
+    return result
+
+
+def round_ratios(record: dict) -> None:
+    """Our tok/s over each peer's of the same round, and over the fastest peer of the round."""
+    ours = record["ours"]["train_tok_per_s"]
+    peers = [name for name in PEER_NAMES if name in record]
+    for name in peers:
+        record[f"ratio_to_{name}"] = ours / record[name]["train_tok_per_s"]
+    fastest = max(peers, key=lambda name: record[name]["train_tok_per_s"])
+    record["fastest_peer"] = fastest
+    record["ratio_to_fastest_peer"] = ours / record[fastest]["train_tok_per_s"]
+    record["cpu_ratio"] = record["ours"]["cpu_tok_per_s"] / record["ref"]["cpu_tok_per_s"]
+
+
+PEER_NAMES = ("ref", "opennmt")
+PEER_LABELS = {"ref": "plain PyTorch", "opennmt": "OpenNMT-py"}
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -308,6 +365,11 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--scratch", default=os.path.join(tempfile.gettempdir(), "nmtv-train-bench"))
     parser.add_argument("--only-ours", action="store_true", help="skip the reference (profiling)")
+    parser.add_argument(
+        "--opennmt",
+        help="an installed OpenNMT-py tree (pip install --target, see benchmarks/README.md): "
+        "train it in the same rounds, on our interpreter and torch",
+    )
     parser.add_argument("--out", default=str(RESULTS / "train_throughput"))
     args = parser.parse_args()
     if args.worker:
@@ -315,25 +377,27 @@ def main() -> None:
         return
     scratch = Path(args.scratch)
     peers_data, joint = prepare_data(scratch)
+    contestants = ["ours"] if args.only_ours else ["ours", "ref"] + (["opennmt"] if args.opennmt else [])
+    opennmt_config = prepare_opennmt(args, peers_data, scratch) if "opennmt" in contestants else None
     rounds = []
     for index in range(args.rounds):
-        order = ["ours", "ref"] if index % 2 == 0 else ["ref", "ours"]
-        if args.only_ours:
-            order = ["ours"]
-        record = {}
-        for name in order:
-            record[name] = (
-                run_ours(args, joint) if name == "ours" else run_reference(args, peers_data, scratch)
-            )
+        shift = index % len(contestants)
+        record: dict = {"order": contestants[shift:] + contestants[:shift]}
+        for name in record["order"]:
+            if name == "ours":
+                record[name] = run_ours(args, joint)
+            elif name == "ref":
+                record[name] = run_reference(args, peers_data, scratch)
+            else:
+                record[name] = run_opennmt(args, opennmt_config, scratch)
             print(
                 f"round {index + 1} {name}: {record[name]['train_tok_per_s']:.0f} tok/s, "
                 f"{record[name]['tok_per_update']:.0f} tok/update, load {record[name]['load_before']:.2f}",
                 file=sys.stderr,
                 flush=True,
             )
-        if "ref" in record:
-            record["ratio"] = record["ours"]["train_tok_per_s"] / record["ref"]["train_tok_per_s"]
-            record["cpu_ratio"] = record["ours"]["cpu_tok_per_s"] / record["ref"]["cpu_tok_per_s"]
+        if not args.only_ours:
+            round_ratios(record)
         rounds.append(record)
     if args.only_ours:
         return
@@ -343,7 +407,6 @@ def main() -> None:
 def write_results(args, rounds: list[dict], out: Path) -> None:
     import torch
 
-    fastest_peer = 2166  # OpenNMT-py on this machine (peers/README.md), plain PyTorch there: 2056
     sys.path.insert(0, str(REPO / "src"))
     from nmtvariants.fileio import atomic_write
     from nmtvariants.hardware import benchmark_machine
@@ -363,73 +426,111 @@ def write_results(args, rounds: list[dict], out: Path) -> None:
             "cpu_count": os.cpu_count(),
         },
         "rounds": rounds,
-        "median": {
-            "ours_tok_per_s": median([r["ours"]["train_tok_per_s"] for r in rounds]),
-            "ref_tok_per_s": median([r["ref"]["train_tok_per_s"] for r in rounds]),
-            "ratio_to_ref": median([r["ratio"] for r in rounds]),
-            "ours_cpu_tok_per_s": median([r["ours"]["cpu_tok_per_s"] for r in rounds]),
-            "ref_cpu_tok_per_s": median([r["ref"]["cpu_tok_per_s"] for r in rounds]),
-            "cpu_ratio_to_ref": median([r["cpu_ratio"] for r in rounds]),
-            "ours_tok_per_update": median([r["ours"]["tok_per_update"] for r in rounds]),
-            "ref_tok_per_update": median([r["ref"]["tok_per_update"] for r in rounds]),
-            "ours_peak_rss_mb": median([r["ours"].get("peak_rss_mb") for r in rounds]),
-            "ref_peak_rss_mb": median([r["ref"].get("peak_rss_mb") for r in rounds]),
-            "load_before": median([r[k]["load_before"] for r in rounds for k in ("ours", "ref")]),
-            "other_cores_during_ours": median([r["ours"].get("other_cores") for r in rounds]),
-        },
+        "median": summarize_rounds(rounds),
     }
-    med = summary["median"]
-    # peers were measured against plain PyTorch in their own runs: express our ratio on their scale
-    summary["median"]["ratio_to_fastest_peer_via_ref"] = med["ratio_to_ref"] * 2056 / fastest_peer
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(out.with_suffix(".json")) as handle:
         json.dump(summary, handle, indent=2)
+    lines = report_lines(args, summary)
+    with atomic_write(out.with_suffix(".md")) as handle:
+        handle.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def summarize_rounds(rounds: list[dict]) -> dict:
+    """Medians over the rounds: every contestant's figures and our per-round ratios."""
+    names = [name for name in ("ours", *PEER_NAMES) if name in rounds[0]]
+    med: dict = {}
+    for name in names:
+        for key in ("train_tok_per_s", "cpu_tok_per_s", "tok_per_update", "peak_rss_mb", "other_cores"):
+            med[f"{name}_{key}"] = median([r[name].get(key) for r in rounds])
+    for key in [f"ratio_to_{name}" for name in names[1:]] + ["ratio_to_fastest_peer", "cpu_ratio"]:
+        med[key] = median([r[key] for r in rounds])
+    med["load_before"] = median([r[name]["load_before"] for r in rounds for name in names])
+    if "opennmt" not in names:
+        # OpenNMT-py not run: its ratio to plain PyTorch when the peers were measured (2,166 against
+        # 2,056 tok/s, peers/README.md) puts our same-run ratio to the reference on its scale
+        med["ratio_to_fastest_peer_via_ref"] = med["ratio_to_ref"] * 2056 / 2166
+    return med
+
+
+def joined(record: dict, names: list[str], key: str, spec: str) -> str:
+    """``a / b / c``: ``key`` of each contestant, from a round (``record[name][key]``) or from the
+    medians (``record[f"{name}_{key}"]``)."""
+    values = [record[name][key] if name in record else record[f"{name}_{key}"] for name in names]
+    return " / ".join(format(value, spec) for value in values)
+
+
+def report_lines(args, summary: dict) -> list[str]:
+    rounds, med = summary["rounds"], summary["median"]
+    peers = [name for name in PEER_NAMES if name in rounds[0]]
+    labels = [PEER_LABELS[name] for name in peers]
     lines = [
         "# Training throughput, 2 CPU threads (peers' benchmark config)",
         "",
         f"Measured {summary['date']} on {summary['machine']['cpu']} ({summary['machine']['cpus']} CPUs).",
         "",
-        f"torch {torch.__version__}; {args.rounds} rounds, order alternated; {WARM} warm-up + {MEAS} "
-        f"measured updates; batch_tokens {args.batch_tokens}, maxi_batch {args.maxi_batch}, amp {args.amp} "
-        "(ours; the plain-PyTorch reference always trains in fp32: ref_torch.py has no autocast).",
+        f"torch {summary['setting']['torch']} for every contestant; {args.rounds} rounds, order rotated; "
+        f"{WARM} warm-up + {MEAS} measured updates; batch_tokens {args.batch_tokens}, maxi_batch "
+        f"{args.maxi_batch}, amp {args.amp} (ours; the peers train in fp32).",
         "",
-        "| round | ours tok/s | plain PyTorch tok/s | ratio | tok per CPU-s ours / ref (ratio) "
-        "| tok/update ours / ref | peak RSS MB ours / ref | load avg before ours / ref "
-        "| other processes' cores ours / ref |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| round | order | ours tok/s | "
+        + " | ".join(f"{label} tok/s" for label in labels)
+        + " | "
+        + " | ".join(f"ours / {label}" for label in labels)
+        + " | ours / fastest peer | tok per CPU-s ours / ref (ratio) | tok/update | peak RSS MB "
+        "| other processes' cores |",
+        "|---|---|" + "---:|" * (2 + 2 * len(peers)) + "---|---|---|---|",
     ]
+    names = ["ours", *peers]
     for index, r in enumerate(rounds, 1):
-        ours, ref = r["ours"], r["ref"]
         lines.append(
-            f"| {index} | {ours['train_tok_per_s']:.0f} | {ref['train_tok_per_s']:.0f} | {r['ratio']:.2f} "
-            f"| {ours['cpu_tok_per_s']:.0f} / {ref['cpu_tok_per_s']:.0f} ({r['cpu_ratio']:.2f}) "
-            f"| {ours['tok_per_update']:.0f} / {ref['tok_per_update']:.0f} "
-            f"| {ours['peak_rss_mb']:.0f} / {ref['peak_rss_mb']:.0f} "
-            f"| {ours['load_before']:.2f} / {ref['load_before']:.2f} "
-            f"| {ours['other_cores']:.2f} / {ref['other_cores']:.2f} |"
+            f"| {index} | {' '.join(r['order'])} | {r['ours']['train_tok_per_s']:.0f} | "
+            + " | ".join(f"{r[name]['train_tok_per_s']:.0f}" for name in peers)
+            + " | "
+            + " | ".join(f"{r[f'ratio_to_{name}']:.2f}" for name in peers)
+            + f" | {r['ratio_to_fastest_peer']:.2f} "
+            f"| {r['ours']['cpu_tok_per_s']:.0f} / {r['ref']['cpu_tok_per_s']:.0f} ({r['cpu_ratio']:.2f}) "
+            f"| {joined(r, names, 'tok_per_update', '.0f')} | {joined(r, names, 'peak_rss_mb', '.0f')} "
+            f"| {joined(r, names, 'other_cores', '.2f')} |"
         )
     lines += [
-        f"| **median** | **{med['ours_tok_per_s']:.0f}** | **{med['ref_tok_per_s']:.0f}** "
-        f"| **{med['ratio_to_ref']:.2f}** "
-        f"| {med['ours_cpu_tok_per_s']:.0f} / {med['ref_cpu_tok_per_s']:.0f} ({med['cpu_ratio_to_ref']:.2f}) "
-        f"| {med['ours_tok_per_update']:.0f} / {med['ref_tok_per_update']:.0f} "
-        f"| {med['ours_peak_rss_mb']:.0f} / {med['ref_peak_rss_mb']:.0f} | {med['load_before']:.2f} | |",
+        f"| **median** | | **{med['ours_train_tok_per_s']:.0f}** | "
+        + " | ".join(f"**{med[f'{name}_train_tok_per_s']:.0f}**" for name in peers)
+        + " | "
+        + " | ".join(f"**{med[f'ratio_to_{name}']:.2f}**" for name in peers)
+        + f" | **{med['ratio_to_fastest_peer']:.2f}** "
+        f"| {med['ours_cpu_tok_per_s']:.0f} / {med['ref_cpu_tok_per_s']:.0f} ({med['cpu_ratio']:.2f}) "
+        f"| {joined(med, names, 'tok_per_update', '.0f')} | {joined(med, names, 'peak_rss_mb', '.0f')} | |",
         "",
-        "Ratio to the fastest peer (OpenNMT-py, 2,166 tok/s against plain PyTorch's 2,056 when the peers "
-        "were measured), through the same-run plain-PyTorch ratio: "
-        f"**{med['ratio_to_fastest_peer_via_ref']:.2f}x**.",
+        "Columns with several figures list " + ", ".join(["ours", *labels]) + " in that order. Ratios are "
+        "taken per round (the same window for every contestant), then their median.",
+    ]
+    if "ratio_to_fastest_peer_via_ref" in med:
+        lines += [
+            "",
+            "OpenNMT-py was not run here (`--opennmt`); through its ratio to plain PyTorch when the peers "
+            "were measured (2,166 against 2,056 tok/s), ours would be "
+            f"**{med['ratio_to_fastest_peer_via_ref']:.2f}x** the fastest peer.",
+        ]
+    else:
+        lines += [
+            "",
+            "OpenNMT-py 3.5.1 runs its own training entry point unchanged under the peers' probes "
+            "(`peers/peer_train.py`), with the peers' settings (`peers/opennmt.yaml.in`), on this project's "
+            "interpreter and torch (installed with `pip install --target`, benchmarks/README.md).",
+        ]
+    lines += [
         "",
         "Other processes' cores: machine-wide busy CPU minus the child's own CPU, per second of its run; "
         "above ~0.1 the machine was shared and absolute tok/s are depressed (use the ratio). "
-        "Tokens per CPU-second (process CPU time over the same 25 updates) is less sensitive to other "
+        f"Tokens per CPU-second (process CPU time over the same {MEAS} updates) is less sensitive to other "
         "processes taking a core, though OpenMP spin-waiting still inflates it under contention.",
         "",
         "Our run uses a joint vocabulary of the peers' ~8,000 types (source and target symbols renamed onto "
-        "one set); the reference uses separate 8,000-type vocabularies: the same embedding and output work.",
+        "one set); the peers use separate 8,000-type vocabularies: the same embedding and output work.",
     ]
-    with atomic_write(out.with_suffix(".md")) as handle:
-        handle.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":

@@ -442,7 +442,7 @@ def summarize_rounds(rounds: list[dict]) -> dict:
     names = [name for name in ("ours", *PEER_NAMES) if name in rounds[0]]
     med: dict = {}
     for name in names:
-        for key in ("train_tok_per_s", "cpu_tok_per_s", "tok_per_update", "peak_rss_mb", "other_cores"):
+        for key in FIGURES:
             med[f"{name}_{key}"] = median([r[name].get(key) for r in rounds])
     for key in [f"ratio_to_{name}" for name in names[1:]] + ["ratio_to_fastest_peer", "cpu_ratio"]:
         med[key] = median([r[key] for r in rounds])
@@ -454,11 +454,39 @@ def summarize_rounds(rounds: list[dict]) -> dict:
     return med
 
 
-def joined(record: dict, names: list[str], key: str, spec: str) -> str:
-    """``a / b / c``: ``key`` of each contestant, from a round (``record[name][key]``) or from the
-    medians (``record[f"{name}_{key}"]``)."""
-    values = [record[name][key] if name in record else record[f"{name}_{key}"] for name in names]
-    return " / ".join(format(value, spec) for value in values)
+FIGURES = ("train_tok_per_s", "cpu_tok_per_s", "tok_per_update", "peak_rss_mb", "other_cores")
+
+
+def flat_round(record: dict, names: list[str]) -> dict:
+    """A round's figures keyed as :func:`summarize_rounds` keys the medians (``ours_train_tok_per_s``)."""
+    flat = {f"{name}_{key}": record[name].get(key) for name in names for key in FIGURES}
+    flat.update((key, value) for key, value in record.items() if key.startswith("ratio_to_"))
+    flat["cpu_ratio"] = record["cpu_ratio"]
+    return flat
+
+
+def table_row(cells: list[str], figures: dict, peers: list[str], bold: bool) -> str:
+    """One row of the report's table: a round's figures, or the medians (in bold)."""
+    names = ["ours", *peers]
+
+    def strong(text: str) -> str:
+        return f"**{text}**" if bold else text
+
+    def joined(key: str, spec: str) -> str:
+        return " / ".join(format(figures[f"{name}_{key}"], spec) for name in names)
+
+    cells = [
+        *cells,
+        *(strong(f"{figures[f'{name}_train_tok_per_s']:.0f}") for name in names),
+        *(strong(f"{figures[f'ratio_to_{name}']:.2f}") for name in peers),
+        strong(f"{figures['ratio_to_fastest_peer']:.2f}"),
+        f"{figures['ours_cpu_tok_per_s']:.0f} / {figures['ref_cpu_tok_per_s']:.0f} "
+        f"({figures['cpu_ratio']:.2f})",
+        joined("tok_per_update", ".0f"),
+        joined("peak_rss_mb", ".0f"),
+        joined("other_cores", ".2f"),
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def report_lines(args, summary: dict) -> list[str]:
@@ -484,24 +512,9 @@ def report_lines(args, summary: dict) -> list[str]:
     ]
     names = ["ours", *peers]
     for index, r in enumerate(rounds, 1):
-        lines.append(
-            f"| {index} | {' '.join(r['order'])} | {r['ours']['train_tok_per_s']:.0f} | "
-            + " | ".join(f"{r[name]['train_tok_per_s']:.0f}" for name in peers)
-            + " | "
-            + " | ".join(f"{r[f'ratio_to_{name}']:.2f}" for name in peers)
-            + f" | {r['ratio_to_fastest_peer']:.2f} "
-            f"| {r['ours']['cpu_tok_per_s']:.0f} / {r['ref']['cpu_tok_per_s']:.0f} ({r['cpu_ratio']:.2f}) "
-            f"| {joined(r, names, 'tok_per_update', '.0f')} | {joined(r, names, 'peak_rss_mb', '.0f')} "
-            f"| {joined(r, names, 'other_cores', '.2f')} |"
-        )
+        lines.append(table_row([str(index), " ".join(r["order"])], flat_round(r, names), peers, bold=False))
     lines += [
-        f"| **median** | | **{med['ours_train_tok_per_s']:.0f}** | "
-        + " | ".join(f"**{med[f'{name}_train_tok_per_s']:.0f}**" for name in peers)
-        + " | "
-        + " | ".join(f"**{med[f'ratio_to_{name}']:.2f}**" for name in peers)
-        + f" | **{med['ratio_to_fastest_peer']:.2f}** "
-        f"| {med['ours_cpu_tok_per_s']:.0f} / {med['ref_cpu_tok_per_s']:.0f} ({med['cpu_ratio']:.2f}) "
-        f"| {joined(med, names, 'tok_per_update', '.0f')} | {joined(med, names, 'peak_rss_mb', '.0f')} | |",
+        table_row(["**median**", ""], med, peers, bold=True),
         "",
         "Columns with several figures list " + ", ".join(["ours", *labels]) + " in that order. Ratios are "
         "taken per round (the same window for every contestant), then their median.",

@@ -286,11 +286,12 @@ def markdown(summary: dict, meta: dict, runs: list[dict]) -> str:
 
 
 PROFILE_GROUPS = {
-    "matrix products (mm, addmm, bmm; int8: linear_dynamic, which quantises its input too)": (
+    "matrix products (mm, addmm, bmm; int8: each int8 linear layer, quantising and rescaling included)": (
         "aten::mm",
         "aten::addmm",
         "aten::bmm",
-        "quantized::linear_dynamic",
+        "quantized::linear_dynamic",  # the int8 layers before nmtvariants::int8_linear
+        "nmtvariants::int8_linear",
     ),
     "log-softmax and top-k over beam x vocabulary (nmtvariants::vocab_topk: the native pass)": (
         "aten::_log_softmax",

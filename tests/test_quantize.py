@@ -1,12 +1,12 @@
 """`translate --dtype int8`: dynamic int8 quantisation of the linear layers for CPU decoding.
 
-Checked against computations that do not go through torch's quantised kernels: the int8 weights
-and their scales are recomputed from the float weights in float64 (symmetric, one scale per output
-row: amax / 127.5), and a quantised layer's output is compared with the float64 product of those
+Checked against computations that do not go through the int8 kernels: the int8 weights and their
+scales are recomputed from the float weights in float64 (symmetric, one scale per output row:
+amax / 127), and a quantised layer's output is compared with the float64 product of those
 dequantised weights and the input. What is left between the two is the quantisation of the input,
-which fbgemm does per call and per tensor on at most 8 bits (7 with its reduce_range): each input
-value moves by at most half a step, step = (max(x, 0) - min(x, 0)) / 127, so output j moves by at most
-step / 2 * sum_i |W_ji|.
+per call and per row on 8 bits: each input value moves by at most half its row's step,
+step = max |x_row| / 127, so output j of a row moves by at most step / 2 * sum_i |W_ji|.
+tests/test_int8_linear.py checks the layer's own arithmetic (native and PyTorch paths) exactly.
 
 End to end, on the small reverser of model_fixtures through the real command (the BLEU check is
 tests/test_translate_dtype.py's, beside bfloat16's): int8 changes some
@@ -37,7 +37,8 @@ from torch import nn
 from nmtvariants.cli import main
 from nmtvariants.inference import cli as inference_cli
 from nmtvariants.inference.beam_search import beam_search
-from nmtvariants.inference.precision import DTYPE_NAMES, quantize_int8, quantized_linear
+from nmtvariants.inference.int8_linear import Int8Linear
+from nmtvariants.inference.precision import DTYPE_NAMES, quantize_int8
 from nmtvariants.models import build_model, model_config
 
 SENTENCES = 200
@@ -53,33 +54,36 @@ def _one_thread():
 def independent_int8(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Integer weights and per-row scales of symmetric per-row int8, computed in float64."""
     w = weight.double()
-    scale = w.abs().amax(dim=1) / 127.5
-    ints = torch.clamp(torch.round(w / scale[:, None]), -128, 127)
+    scale = w.abs().amax(dim=1) / 127
+    ints = torch.clamp(torch.round(w / scale[:, None]), -127, 127)
     return ints, scale
 
 
 def activation_bound(x: torch.Tensor, dequantised: torch.Tensor) -> torch.Tensor:
-    """Largest change of each output that quantising ``x`` per tensor on 7 bits can cause."""
-    step = (x.double().max().clamp(min=0) - x.double().min().clamp(max=0)) / 127
-    return step / 2 * dequantised.abs().sum(dim=1)
+    """[rows, out]: the largest change of each output that quantising ``x`` per row can cause."""
+    flat = x.reshape(-1, x.size(-1)).double()
+    step = flat.abs().amax(dim=1) / 127
+    bound = step[:, None] / 2 * dequantised.abs().sum(dim=1)[None, :]
+    return bound.view(*x.shape[:-1], -1)
 
 
-def test_quantized_linear_is_the_float64_product_of_its_dequantised_weight():
+def test_an_int8_layer_is_the_float64_product_of_its_dequantised_weight():
     generator = torch.Generator().manual_seed(3)
     weight = torch.randn(48, 32, generator=generator) * torch.linspace(0.1, 3.0, 48)[:, None]
-    x = torch.randn(10, 32, generator=generator)
-    layer = quantized_linear(weight)
+    x = torch.randn(10, 32, generator=generator) * torch.linspace(0.01, 5.0, 10)[:, None]
+    layer = Int8Linear(weight, None)
     ints, scale = independent_int8(weight)
-    packed = layer.weight()
-    assert torch.allclose(packed.q_per_channel_scales().double(), scale, rtol=1e-6)
+    assert torch.allclose(layer.weight_scale.double(), scale, rtol=1e-6)
     # round-half cases may land one step apart in float32; no entry further
-    assert (packed.int_repr().double() - ints).abs().max() <= 1
-    assert (packed.int_repr().double() == ints).float().mean() > 0.99
-    dequantised = packed.dequantize().double()
+    assert (layer.weight_int8.t().double() - ints).abs().max() <= 1
+    assert (layer.weight_int8.t().double() == ints).float().mean() > 0.99
+    dequantised = layer.dequantized_weight().double()
     expected = x.double() @ dequantised.T
     got = layer(x).double()
     bound = activation_bound(x, dequantised)
-    assert ((got - expected).abs() <= bound[None, :] + 1e-5).all()
+    assert ((got - expected).abs() <= bound + 1e-5).all()
+    # per row: the small rows keep their own fine step (one scale per tensor would not)
+    assert ((got - expected).abs()[0] <= bound[-1] / 100).all()
     # and the int8 result is not simply the float one: the weights did move
     assert not torch.allclose(got, x.double() @ weight.double().T, atol=1e-4)
 
@@ -112,7 +116,7 @@ def test_every_layout_of_the_output_projection_is_quantised(share):
         assert type(model.output_projection) is nn.Linear
     assert model.quantized_projection is not None
     ffn = model.decoder_layers[0].ffn.w1
-    assert isinstance(ffn, torch.ao.nn.quantized.dynamic.Linear)
+    assert isinstance(ffn, Int8Linear)
     with torch.inference_mode():
         projected = model.project(states)
         logits = model(src, tgt)

@@ -108,8 +108,10 @@ def test_a_failing_build_falls_back_to_pytorch_and_says_why(tmp_path, monkeypatc
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     monkeypatch.setenv("PATH", str(tmp_path))  # neither cc nor gcc
     assert shutil.which("cc") is None
-    monkeypatch.setattr(vocab_topk, "_status", "not loaded yet")
-    monkeypatch.setattr(vocab_topk, "_kernel", None)
+    fresh = native.NativeLibrary(
+        vocab_topk.LIBRARY_NAME, vocab_topk.SOURCE_FILE, vocab_topk.FLAGS, vocab_topk.LIBRARY.signatures
+    )
+    monkeypatch.setattr(vocab_topk, "LIBRARY", fresh)
     logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(3))
     _, tokens, _ = top_log_probs(logits, 4, [0])
     assert vocab_topk.status() == "PyTorch ops (no C compiler (cc))"

@@ -1,9 +1,10 @@
 """Small C libraries built on the user's machine with its C compiler, once, and kept in the cache.
 
-Why here and not as a compiled extension: the pipeline installs from pip alone, and its two native
+Why here and not as a compiled extension: the pipeline installs from pip alone, and its native
 pieces are a few lines each (MKL's vendor check, ``mkl_dispatch``; beam search's pass over the
-vocabulary, ``inference.vocab_topk``). Each is optional: without a compiler, or where the library does
-not build or load, the caller keeps its pure-PyTorch path and records why.
+vocabulary, ``inference.vocab_topk``; the element-wise passes of the int8 layers,
+``inference.int8_linear``). Each is optional: without a compiler, or where the library does not build
+or load, the caller keeps its pure-PyTorch path and records why.
 
 A library is named by the hash of its source, its compiler flags and, for flags that depend on the
 host (``-march=native``), the CPU's model and instruction-set flags, so that a cache shared by
@@ -13,12 +14,14 @@ code for another.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nmtvariants.hardware import cpuinfo_fields
@@ -80,3 +83,53 @@ def built_library(
     if not target.is_file() and (why := build(target, source, flags, libraries)) is not None:
         return None, why
     return target, "built"
+
+
+class NativeLibrary:
+    """The functions of one C source file, built (if need be) and loaded on first use, once per process.
+
+    ``signatures`` maps each function's name to its argument types (ctypes); every function returns
+    nothing. Where the library cannot be built or loaded, :meth:`functions` is None and :attr:`status`
+    says why, for the caller's record of which path it took.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        source_file: Path,
+        flags: Sequence[str],
+        signatures: Mapping[str, Sequence[type]],
+        libraries: Sequence[str] = (),
+    ) -> None:
+        self.name, self.source_file, self.flags = name, source_file, tuple(flags)
+        self.signatures, self.libraries = signatures, tuple(libraries)
+        self._lock = threading.Lock()
+        self._functions: dict[str, ctypes._CFuncPtr] | None = None
+        self._status = "not loaded yet"
+
+    def functions(self) -> dict[str, ctypes._CFuncPtr] | None:
+        """The library's functions by name, or None (see :attr:`status`)."""
+        with self._lock:
+            if self._status == "not loaded yet":
+                self._functions, self._status = self._load()
+            return self._functions
+
+    @property
+    def status(self) -> str:
+        """``native kernel (<library file>)``, or ``PyTorch ops (<why not>)``; loads on first use."""
+        self.functions()
+        return self._status
+
+    def _load(self) -> tuple[dict[str, ctypes._CFuncPtr] | None, str]:
+        try:
+            library, why = built_library(self.name, self.source_file.read_text(), self.flags, self.libraries)
+            if library is None:
+                return None, f"PyTorch ops ({why})"
+            loaded = ctypes.CDLL(str(library))
+            functions = {name: getattr(loaded, name) for name in self.signatures}
+        except (OSError, AttributeError) as error:
+            return None, f"PyTorch ops ({error})"
+        for name, argtypes in self.signatures.items():
+            functions[name].argtypes = list(argtypes)
+            functions[name].restype = None
+        return functions, f"native kernel ({library.name})"

@@ -6,33 +6,28 @@ checks that the two agree).
 
 ``float32``, ``bfloat16`` and ``float16`` cast weights and activations (``model.to(dtype)``).
 
-``int8`` is dynamic quantisation for CPU decoding, CTranslate2's ``int8_float32`` idea in PyTorch:
-every ``nn.Linear`` weight is quantised once, per output row, to symmetric int8; each call quantises
-its input to 8 bits from the input's own range (hence *dynamic*: no calibration data), multiplies in
-integers with int32 accumulation (fbgemm, AVX512-VNNI where the CPU has it) and rescales to float32.
+``int8`` is dynamic quantisation for CPU decoding, CTranslate2's ``int8_float32`` idea: every
+``nn.Linear`` weight is quantised once, per output row, to symmetric int8; each call quantises its
+input per row from the row's own range (hence *dynamic*: no calibration data), multiplies in integers
+with int32 sums (VNNI where the CPU has it) and rescales to float32 (:mod:`.int8_linear`).
 Embeddings, layer norms, attention scores and softmax stay float32. Why: on a CPU without AMX the
 linear layers are most of the decoder's time, and int8 halves the bytes of bf16 and quarters fp32's.
 
 The output projection is the target embedding table when embeddings are tied (an ``nn.Embedding``
-read through ``F.linear`` in ``Transformer.project``), so ``quantize_dynamic`` never sees it, and
-when it is untied (``share_embeddings: none``) it is an ``nn.Linear`` whose ``.weight`` the training
-objective and plug-ins read as a float tensor. Either way it is left as it is and an int8 copy is
-installed in ``Transformer.quantized_projection``, which ``project`` uses when it is set; the float
-table stays for the source and target embeddings. The feature encoder's projection (read through
-``proj.weight.dtype``) stays float32 as well.
-
-It uses ``torch.ao.quantization``, which torch marks deprecated in favour of torchao; torchao is not
-in the lock and the eager API works in the pinned torch, so its warnings are silenced here.
+read through ``F.linear`` in ``Transformer.project``), and when it is untied (``share_embeddings:
+none``) an ``nn.Linear`` whose ``.weight`` the training objective and plug-ins read as a float tensor.
+Either way it is left as it is and an int8 copy is installed in ``Transformer.quantized_projection``,
+which ``project`` uses when it is set; the float table stays for the source and target embeddings.
+The feature encoder's projection (read through ``proj.weight.dtype``) stays float32 as well.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import torch
 from torch import nn
 
 from nmtvariants.errors import ConfigError
+from nmtvariants.inference.int8_linear import Int8Linear
 
 FLOAT_DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -47,7 +42,7 @@ FLOAT_LINEARS = ("output_projection", "feature_encoder.proj")
 
 
 def check_dtype(name: str, device: str) -> None:
-    """ConfigError for a format this device cannot run: fbgemm's int8 kernels exist only on the CPU."""
+    """ConfigError for a format this device cannot run: the int8 layers are CPU kernels."""
     if name not in DTYPE_NAMES:
         raise ConfigError(f"--dtype: one of {', '.join(DTYPE_NAMES)}, got {name!r}")
     if name == INT8 and not str(device).startswith("cpu"):
@@ -65,34 +60,15 @@ def prepare_model(model: nn.Module, name: str, device: str) -> nn.Module:
     return model.to(FLOAT_DTYPES[name])
 
 
-def _dynamic_qconfig() -> torch.ao.quantization.QConfig:
-    # per output row (per channel) weight scales, as CTranslate2's int8 does: one scale per tensor
-    # would let the largest row set the step of every other row
-    return torch.ao.quantization.per_channel_dynamic_qconfig
-
-
 def quantize_int8(model: nn.Module) -> nn.Module:
     """Quantise ``model``'s linear layers and output projection to int8 in place (float32 model, CPU)."""
     if next(model.parameters()).dtype != torch.float32:
         raise ConfigError("--dtype int8: quantises a float32 model; this one is not float32")
-    qconfig = _dynamic_qconfig()
-    spec: dict[str | type, torch.ao.quantization.QConfig | None] = {nn.Linear: qconfig}
-    spec.update({name: None for name in FLOAT_LINEARS})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        torch.ao.quantization.quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
-        if hasattr(model, "quantized_projection"):
-            model.quantized_projection = quantized_linear(model.output_weight.detach())
+    for name, module in list(model.named_modules()):
+        for child_name, child in list(module.named_children()):
+            qualified = f"{name}.{child_name}" if name else child_name
+            if type(child) is nn.Linear and qualified not in FLOAT_LINEARS:
+                setattr(module, child_name, Int8Linear.from_float(child))
+    if hasattr(model, "quantized_projection"):
+        model.quantized_projection = Int8Linear(model.output_weight.detach(), None)
     return model.eval()
-
-
-def quantized_linear(weight: torch.Tensor) -> nn.Module:
-    """A bias-free dynamic int8 linear layer computing ``x @ weight.T`` (``weight`` [out, in], float32)."""
-    dense = nn.Linear(weight.size(1), weight.size(0), bias=False)
-    dense.weight = nn.Parameter(weight.float(), requires_grad=False)
-    dense.qconfig = _dynamic_qconfig()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.ao.nn.quantized.dynamic.Linear.from_float(dense)

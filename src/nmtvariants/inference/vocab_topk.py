@@ -27,7 +27,6 @@ tests/test_vocab_topk.py checks them against each other and against a float64 co
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,37 +40,19 @@ FLAGS = ("-O3", "-march=native", "-fopenmp-simd")
 LIBRARY_NAME = "vocab_topk"
 PROFILER_LABEL = "nmtvariants::vocab_topk"
 
-_lock = threading.Lock()
-_kernel: ctypes._CFuncPtr | None = None
-_status = "not loaded yet"
-
-
-def _load() -> ctypes._CFuncPtr | None:
-    """The kernel, built and loaded once per process (None, with the reason in :func:`status`)."""
-    global _kernel, _status
-    with _lock:
-        if _status != "not loaded yet":
-            return _kernel
-        try:
-            library, why = native.built_library(LIBRARY_NAME, SOURCE_FILE.read_text(), FLAGS, ("-lm",))
-            if library is None:
-                _status = f"PyTorch ops ({why})"
-                return None
-            function = ctypes.CDLL(str(library)).top_log_probs
-        except (OSError, AttributeError) as error:
-            _status = f"PyTorch ops ({error})"
-            return None
-        pointer, size = ctypes.c_void_p, ctypes.c_int64
-        function.argtypes = [pointer, size, size, size, pointer, size, pointer, pointer, pointer]
-        function.restype = None
-        _kernel, _status = function, f"native kernel ({library.name})"
-        return _kernel
+_pointer, _size = ctypes.c_void_p, ctypes.c_int64
+LIBRARY = native.NativeLibrary(
+    LIBRARY_NAME,
+    SOURCE_FILE,
+    FLAGS,
+    {"top_log_probs": [_pointer, _size, _size, _size, _pointer, _size, _pointer, _pointer, _pointer]},
+    libraries=("-lm",),
+)
 
 
 def status() -> str:
     """Which path the CPU pass takes in this process (loads the kernel if it was not yet)."""
-    _load()
-    return _status
+    return LIBRARY.status
 
 
 def top_log_probs(
@@ -87,14 +68,14 @@ def top_log_probs(
     rows, vocab = logits.shape
     if not 1 <= count <= vocab:
         raise ValueError(f"count must be in 1..{vocab}, got {count}")
-    kernel = (
-        _load()
+    functions = (
+        LIBRARY.functions()
         if logits.device.type == "cpu"
         and logits.dtype == torch.float32
         and torch.get_num_threads() <= NATIVE_MAX_THREADS
         else None
     )
-    if kernel is None:
+    if functions is None:
         return _torch_top_log_probs(logits, count, banned)
     logits = logits.contiguous()
     values = torch.empty(rows, count)
@@ -102,7 +83,7 @@ def top_log_probs(
     normaliser = torch.empty(rows)
     banned_ids = torch.tensor(list(banned), dtype=torch.long)
     with torch.profiler.record_function(PROFILER_LABEL):  # else torch.profiler cannot see the call
-        kernel(
+        functions["top_log_probs"](
             logits.data_ptr(), rows, vocab, count, banned_ids.data_ptr(), banned_ids.numel(),
             values.data_ptr(), tokens.data_ptr(), normaliser.data_ptr(),
         )  # fmt: skip

@@ -291,7 +291,8 @@ PROFILE_GROUPS = {
         "aten::addmm",
         "aten::bmm",
         "quantized::linear_dynamic",  # the int8 layers before nmtvariants::int8_linear
-        "nmtvariants::int8_linear",
+        "nmtvariants::int8_linear",  # its own time: quantising, rescaling, calls
+        "aten::_int_mm",  # the int8 layers' integer products
     ),
     "log-softmax and top-k over beam x vocabulary (nmtvariants::vocab_topk: the native pass)": (
         "aten::_log_softmax",

@@ -119,3 +119,16 @@ def test_without_a_compiler_the_layer_runs_on_pytorch_and_says_why(pytorch_only)
     module = layer(33, 19, True, seed=5)
     _, _, want = independent(x, module)
     assert torch.allclose(module(x).double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_with_more_threads_than_the_kernels_take_pytorch_gives_the_same_bits():
+    """Over native.NATIVE_MAX_THREADS threads the passes run as PyTorch operators (parallel)."""
+    before = torch.get_num_threads()
+    single = native_results()
+    torch.set_num_threads(native.NATIVE_MAX_THREADS + 1)
+    try:
+        assert int8_linear._kernels() is None
+        many = native_results()
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(a, b) for a, b in zip(single, many, strict=True))

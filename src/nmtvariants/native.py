@@ -26,6 +26,12 @@ from pathlib import Path
 
 from nmtvariants.hardware import cpuinfo_fields
 
+NATIVE_MAX_THREADS = 2
+"""The single-threaded kernels run while PyTorch has at most this many intra-op threads; with more, the
+callers take PyTorch's own (parallel) operators: measured for the vocabulary pass
+(``inference.vocab_topk``: at two threads PyTorch's passes were still 1.35-2.6x slower than the kernel
+on one), and taken over for the int8 layers' passes, which give the same bits either way."""
+
 HOST_FLAGS = ("-march=native",)
 """Flags whose code depends on the machine that builds it: their libraries are named per CPU kind."""
 

@@ -13,7 +13,8 @@ for the 8,004-type output projection against ~2.0 ms; it also quantises the inpu
 The two element-wise passes are a small C library (``int8_linear.c``, built by
 :mod:`nmtvariants.native`), single-threaded, one read and one write each; the rescaled output is
 written over the int32 sums (same size), so a call allocates nothing else of the output's size.
-Without a compiler the same arithmetic runs in PyTorch operators, to the same bits.
+Without a compiler, or with more PyTorch threads than ``native.NATIVE_MAX_THREADS``, the same
+arithmetic runs in PyTorch operators, to the same bits.
 """
 
 from __future__ import annotations
@@ -45,9 +46,15 @@ LIBRARY = native.NativeLibrary(
 )
 
 
+def _kernels() -> dict | None:
+    """The C passes, or None where PyTorch's operators run them (no compiler, or many threads: the C
+    passes are single-threaded, PyTorch's are parallel; both give the same bits)."""
+    return LIBRARY.functions() if torch.get_num_threads() <= native.NATIVE_MAX_THREADS else None
+
+
 def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``x`` [m, k] float32 as int8 [m, k] and per-row float32 scales [m] (see the module's text)."""
-    functions = LIBRARY.functions()
+    functions = _kernels()
     if functions is None:
         return _torch_quantize_rows(x)
     x = x.contiguous()
@@ -69,7 +76,7 @@ def _dequantize(
     sums: torch.Tensor, row_scales: torch.Tensor, column_scales: torch.Tensor, bias: torch.Tensor | None
 ) -> torch.Tensor:
     """``sums * row_scales[:, None] * column_scales + bias`` as float32, written over ``sums``."""
-    functions = LIBRARY.functions()
+    functions = _kernels()
     if functions is None:
         out = sums.float() * row_scales[:, None] * column_scales
         return out if bias is None else out + bias

@@ -13,7 +13,7 @@ current r-th best per 16 logits), once for the sum of exponentials (glibc's vect
 decode benchmark's shape, 320 rows of 8,004 logits on one Zen 4 core, it takes 1.9 ms against
 6.1 ms for log-softmax and top-k as beam search did them (``benchmarks/vocab_topk.py``: 2.1-2.8x
 over 3,000 to 37,000 types). It runs single-threaded, so it is used while PyTorch has at most
-``NATIVE_MAX_THREADS`` threads: at two, PyTorch's passes on both cores are still 1.35-2.6x slower
+``native.NATIVE_MAX_THREADS`` threads: at two, PyTorch's passes on both cores are still 1.35-2.6x slower
 than the kernel on one (``results/vocab_topk_2threads.md``). Sharing the rows among Python threads
 (the ctypes call releases the GIL) did not pay: PyTorch's OpenMP workers spin on the cores after
 each operator. On a GPU, with more threads, or without a compiler PyTorch's operators run, per row
@@ -34,7 +34,6 @@ import torch
 
 from nmtvariants import native
 
-NATIVE_MAX_THREADS = 2
 SOURCE_FILE = Path(__file__).with_name("vocab_topk.c")
 FLAGS = ("-O3", "-march=native", "-fopenmp-simd")
 LIBRARY_NAME = "vocab_topk"
@@ -72,7 +71,7 @@ def top_log_probs(
         LIBRARY.functions()
         if logits.device.type == "cpu"
         and logits.dtype == torch.float32
-        and torch.get_num_threads() <= NATIVE_MAX_THREADS
+        and torch.get_num_threads() <= native.NATIVE_MAX_THREADS
         else None
     )
     if functions is None:

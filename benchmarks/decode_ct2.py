@@ -286,13 +286,14 @@ def markdown(summary: dict, meta: dict, runs: list[dict]) -> str:
 
 
 PROFILE_GROUPS = {
-    "matrix products (mm, addmm, bmm; int8: each int8 linear layer, quantising and rescaling included)": (
+    "matrix products (mm, addmm, bmm; int8 layers, their quantising included; native self-attention)": (
         "aten::mm",
         "aten::addmm",
         "aten::bmm",
         "quantized::linear_dynamic",  # the int8 layers before nmtvariants::int8_linear
         "nmtvariants::int8_linear",  # its own time: quantising, rescaling, calls
         "aten::_int_mm",  # the int8 layers' integer products
+        "nmtvariants::beam_attention",  # self-attention over the ancestors' keys: products and softmax
     ),
     "log-softmax and top-k over beam x vocabulary (nmtvariants::vocab_topk: the native pass)": (
         "aten::_log_softmax",

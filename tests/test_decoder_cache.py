@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from nmtvariants.models import beam_attention, decoder_cache
 from nmtvariants.models.decoder_cache import DecoderCache
 
 
@@ -30,8 +31,33 @@ def naive_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -
     return out
 
 
-@pytest.mark.parametrize("group", [1, 3])
-def test_attention_over_ancestors_equals_attention_over_reordered_keys(group: int) -> None:
+@pytest.fixture(params=["native", "pytorch"])
+def attention_path(request, monkeypatch) -> list[int]:
+    """Each test below runs twice: single new positions through the native kernel
+    (models/beam_attention.py), and everything through the PyTorch path. Yields the count of
+    steps the kernel answered."""
+    answered = []
+
+    def counted(*args):
+        out = beam_attention.attend_ancestors(*args) if request.param == "native" else None
+        answered.extend([1] if out is not None else [])
+        return out
+
+    monkeypatch.setattr(decoder_cache, "attend_ancestors", counted)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the kernel's condition, whatever the machine's core count
+    try:
+        yield answered
+    finally:
+        torch.set_num_threads(threads)
+    kernel_exists = beam_attention.LIBRARY.functions() is not None
+    assert bool(answered) == (request.param == "native" and kernel_exists)
+
+
+@pytest.mark.parametrize("group", [1, 3, 5])
+def test_attention_over_ancestors_equals_attention_over_reordered_keys(
+    group: int, attention_path: list[int]
+) -> None:
     """Append keys step by step, reorder rows within sentences as beam search does, and drop a
     sentence; the reference keeps every row's own key list and moves it physically."""
     generator = torch.Generator().manual_seed(0)

@@ -12,7 +12,9 @@ key. Reordering beams only reorders the small ancestry table. Attention then sco
 against all ``g`` slots of every position of its sentence (g times the score work, which is small
 next to the projections), picks the ancestor's score per position with a gather, and spreads the
 softmax weights back onto the slots with a scatter before the value product. The result equals
-attention over the ancestor's own keys exactly (same products, same sums).
+attention over the ancestor's own keys exactly (same products, same sums). On the CPU a native
+kernel (:mod:`.beam_attention`) reads the ancestors' keys and values where they lie instead, for one
+new position per row: a g-th of the products, no gather or scatter.
 
 Contract: :meth:`DecoderCache.reorder` must keep every row within its sentence's group of ``g`` rows,
 which is what beam search does; with ``g == 1`` any row order is allowed (the rows are copied).
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from nmtvariants.models.attention import future_mask
+from nmtvariants.models.beam_attention import attend_ancestors
 
 
 class BeamAncestry:
@@ -105,6 +108,9 @@ class LayerCache:
 
     def attend(self, q: torch.Tensor) -> torch.Tensor:
         """Attention of queries [rows, H, T, d_head] (the last T positions) over each row's own past."""
+        native = attend_ancestors(q, self.k, self.v, self.ancestry.slots, self.length)
+        if native is not None:  # one new position: only the ancestors' keys (models/beam_attention.py)
+            return native
         rows, heads, new, d_head = q.shape
         g, n = self.group, self.length
         sentences = rows // g

@@ -159,7 +159,7 @@ def test_a_cancelled_job_takes_its_command_with_it(server, tmp_path, how) -> Non
 
 
 def test_mismatch_names_what_differs() -> None:
-    identity = {"prefix": "/env", "package": "/src/nmtvariants"}
+    identity = {"prefix": "/env", "package": "/src/nmtvariants", "sources": "3 files, newest 7"}
     request = fork_server.Request(
         argv=["x"],
         cwd="/",
@@ -173,3 +173,34 @@ def test_mismatch_names_what_differs() -> None:
     assert fork_server.mismatch(request, base, identity) is None  # per-job and unrelated variables
     assert "LD_PRELOAD" in fork_server.mismatch(request, {**base, "LD_PRELOAD": "x.so"}, identity)
     assert "prefix" in fork_server.mismatch(request, base, {**identity, "prefix": "/other"})
+    assert "sources" in fork_server.mismatch(request, base, {**identity, "sources": "3 files, newest 8"})
+
+
+def test_the_source_stamp_moves_with_an_edited_or_added_module(tmp_path) -> None:
+    """A server whose package was edited since it started must not serve: its stamp differs."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "sub" / "b.py").write_text("y = 2\n")
+    (package / "sub" / "data.txt").write_text("not a module\n")
+    before = fork_server.source_stamp(package)
+    assert before.startswith("2 files")
+    edited = (package / "sub" / "b.py").stat().st_mtime_ns + 1_000_000
+    os.utime(package / "sub" / "b.py", ns=(edited, edited))
+    after_edit = fork_server.source_stamp(package)
+    assert after_edit != before
+    (package / "c.py").write_text("z = 3\n")
+    os.utime(package / "c.py", ns=(0, 0))  # an old file copied in: the count still moves
+    assert fork_server.source_stamp(package).startswith("3 files")
+
+
+def test_a_server_started_before_an_edit_leaves_the_job_to_run_itself(server, tmp_path, monkeypatch):
+    """The job's stamp (as after an edit of the package) is not the server's: the job runs the command
+    itself, and the server's log says why."""
+    _, log = server
+    monkeypatch.setattr(fork_server, "source_stamp", lambda package: "0 files, newest 0")
+    assert fork_server.run_in_server(["tokenize", "--help"]) is None
+    deadline = time.monotonic() + 10
+    while "sources 0 files, newest 0 is not the server's" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)

@@ -25,8 +25,9 @@ on to the command.
 A job falls back to running the command itself, as before, whenever the server cannot serve it
 exactly: no server (``NMTV_FORKSERVER`` unset, ``off`` or no one listening: a cluster node, a job
 started before the server is ready), another Python environment (a conda env of ``--use-conda``),
-another copy of the package, a variable that libraries read at import (``LD_*``, ``PYTHON*``,
-``CUDA*``, ``TORCH*``, ...) set differently from the server's, or a command under ``torchrun``.
+another copy of the package, the package's files edited since the server imported them, a variable
+that libraries read at import (``LD_*``, ``PYTHON*``, ``CUDA*``, ``TORCH*``, ...) set differently from
+the server's, or a command under ``torchrun``.
 Rules whose jobs Snakemake measures (``benchmark:``) bypass the server (``rules/common.smk``): a
 benchmark file counts the job's own process tree, which a served command is not part of.
 
@@ -85,10 +86,20 @@ STREAMS = (0, 1, 2)
 # --------------------------------------------------------------------------------------- the job side
 def _import_identity() -> dict[str, str]:
     """What must be equal for a fork of the server to run this process's code: the environment's
-    prefix and the package's location."""
+    prefix, the package's location and its sources as they are now."""
     import nmtvariants
 
-    return {"prefix": sys.prefix, "package": str(Path(nmtvariants.__file__).resolve().parent)}
+    package = Path(nmtvariants.__file__).resolve().parent
+    return {"prefix": sys.prefix, "package": str(package), "sources": source_stamp(package)}
+
+
+def source_stamp(package: Path) -> str:
+    """The package's Python files now: their count and newest modification time. Why: a server
+    started before an edit (or an upgrade) of the package would fork its old modules, and a command's
+    later imports would read the new files beside them (seen: a name that one new module took from
+    another, old one, missing). A few ms for the package's ~190 files, against ~1.5 s a served job saves."""
+    times = [path.stat().st_mtime_ns for path in package.rglob("*.py")]
+    return f"{len(times)} files, newest {max(times, default=0)}"
 
 
 def _send_request(connection: socket.socket, argv: list[str]) -> None:
@@ -177,6 +188,7 @@ class Request:
     fds: list[int]
     prefix: str
     package: str
+    sources: str
 
 
 def _receive(connection: socket.socket) -> Request:
@@ -197,7 +209,7 @@ def _eof() -> bytes:
 
 def mismatch(request: Request, base_env: dict[str, str], identity: dict[str, str]) -> str | None:
     """Why this server cannot run the request exactly as the job would (None: it can)."""
-    for key in ("prefix", "package"):
+    for key in ("prefix", "package", "sources"):
         if getattr(request, key) != identity[key]:
             return f"{key} {getattr(request, key)} is not the server's {identity[key]}"
     names = {name for name in (*request.env, *base_env) if name.startswith(IMPORT_TIME_PREFIXES)}

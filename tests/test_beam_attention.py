@@ -8,9 +8,9 @@ against physically reordered keys).
 from __future__ import annotations
 
 import math
-import shutil
 
 import torch
+from native_fixtures import NO_COMPILER, library_without_compiler
 
 from nmtvariants import native
 from nmtvariants.models import beam_attention
@@ -73,13 +73,7 @@ def test_the_kernel_declines_what_it_does_not_handle():
 
 
 def test_without_a_compiler_the_cache_keeps_its_pytorch_path(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert shutil.which("cc") is None
-    library = beam_attention.LIBRARY
-    fresh = native.NativeLibrary(library.name, library.source_file, library.flags, library.signatures)
-    monkeypatch.setattr(beam_attention, "LIBRARY", fresh)
+    fresh = library_without_compiler(beam_attention, tmp_path, monkeypatch)
     q, k, v, slots = cache_state(2, 3, 2, 8, 4, 6, seed=2)
     assert attend_ancestors(q, k, v, slots, 4) is None
-    assert fresh.status == "PyTorch ops (no C compiler (cc))"
+    assert fresh.status == NO_COMPILER

@@ -7,10 +7,9 @@ path (C, built for this CPU) and the PyTorch path (no compiler) must give the sa
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import torch
+from native_fixtures import NO_COMPILER, library_without_compiler
 
 from nmtvariants import native
 from nmtvariants.inference import int8_linear
@@ -22,15 +21,9 @@ SHAPES = [(1, 1, 1), (7, 33, 19), (64, 256, 256), (5, 1024, 40)]
 @pytest.fixture()
 def pytorch_only(tmp_path, monkeypatch):
     """The layer as on a machine without a C compiler: its PyTorch operators."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert shutil.which("cc") is None
-    library = int8_linear.LIBRARY
-    fresh = native.NativeLibrary(library.name, library.source_file, library.flags, library.signatures)
-    monkeypatch.setattr(int8_linear, "LIBRARY", fresh)
+    fresh = library_without_compiler(int8_linear, tmp_path, monkeypatch)
     yield
-    assert fresh.status == "PyTorch ops (no C compiler (cc))"
+    assert fresh.status == NO_COMPILER
 
 
 def inputs(rows: int, width: int, seed: int) -> torch.Tensor:

@@ -7,10 +7,9 @@ distribution).
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import torch
+from native_fixtures import NO_COMPILER, library_without_compiler
 
 from nmtvariants import native
 from nmtvariants.inference import vocab_topk
@@ -104,17 +103,10 @@ def test_the_kernel_is_built_where_a_compiler_exists_and_named_by_the_cpu():
 
 
 def test_a_failing_build_falls_back_to_pytorch_and_says_why(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
-    monkeypatch.setenv("PATH", str(tmp_path))  # neither cc nor gcc
-    assert shutil.which("cc") is None
-    fresh = native.NativeLibrary(
-        vocab_topk.LIBRARY_NAME, vocab_topk.SOURCE_FILE, vocab_topk.FLAGS, vocab_topk.LIBRARY.signatures
-    )
-    monkeypatch.setattr(vocab_topk, "LIBRARY", fresh)
+    library_without_compiler(vocab_topk, tmp_path, monkeypatch)
     logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(3))
     _, tokens, _ = top_log_probs(logits, 4, [0])
-    assert vocab_topk.status() == "PyTorch ops (no C compiler (cc))"
+    assert vocab_topk.status() == NO_COMPILER
     assert tokens.tolist() == reference(logits, 4, [0])[1]
 
 
